@@ -1,0 +1,62 @@
+# cdc-lakehouse. `make run` and `make test` set everything up on first use.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SETUP_STAMP := .cache/setup.stamp
+LAKEHOUSE_ROOT ?= $(CURDIR)/lake
+export LAKEHOUSE_ROOT
+# Keep Spark's driver on loopback (the machine's hostname may resolve elsewhere).
+export SPARK_LOCAL_IP ?= 127.0.0.1
+export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
+
+.DEFAULT_GOAL := help
+.PHONY: help setup run test bench lint format dbt-run dbt-test dbt-docs clean constraints
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+setup: $(SETUP_STAMP) ## create .venv, install pinned packages, fetch Spark/Kafka jars (once)
+
+$(SETUP_STAMP): pyproject.toml constraints.txt scripts/fetch_jars.sh scripts/fetch_kafka_broker.sh tools/kafka/pom.xml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	VENV=$(VENV) bash scripts/fetch_jars.sh
+	bash scripts/fetch_kafka_broker.sh
+	@mkdir -p $(dir $@) && touch $@
+
+run: setup ## run the whole pipeline on the bundled samples (data/samples)
+	$(BIN)/lakehouse run
+
+test: setup ## run the test suite
+	$(BIN)/python -m pytest
+
+bench: setup ## measure the pipeline on generated data (not part of `make test`)
+	$(BIN)/python -m benchmarks.run
+
+lint: setup ## ruff, mypy and sqlfluff
+	$(BIN)/ruff check pyspark_jobs tests
+	$(BIN)/ruff format --check pyspark_jobs tests
+	$(BIN)/mypy pyspark_jobs
+
+format: setup ## apply ruff's formatting and fixes
+	$(BIN)/ruff format pyspark_jobs tests
+	$(BIN)/ruff check --fix pyspark_jobs tests
+
+dbt-run: setup ## analysts: `dbt run` with the committed profile (after `make run`)
+	$(BIN)/dbt run --profiles-dir .
+
+dbt-test: setup ## analysts: `dbt test` with the committed profile
+	$(BIN)/dbt test --profiles-dir .
+
+dbt-docs: setup ## analysts: generate dbt docs into target/
+	$(BIN)/dbt docs generate --profiles-dir .
+
+constraints: ## regenerate constraints.txt from the current venv
+	{ echo '# Exact versions the project is tested with; `make setup` installs with `-c constraints.txt`.'; \
+	  echo '# Regenerate after changing pyproject.toml: `make constraints`.'; \
+	  $(BIN)/pip freeze --exclude-editable | grep -v '^cdc-lakehouse'; } > constraints.txt
+
+clean: ## delete the lake (tables, checkpoints, reports) and dbt output; keeps the set-up
+	rm -rf lake target logs

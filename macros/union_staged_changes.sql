@@ -1,0 +1,15 @@
+{#
+    union_staged_changes()
+
+    `union all` of every staging model named in the `cdc_formats` var. Each staging model
+    has the same columns in the same order, so adding a format is adding its model and
+    its name to the var.
+#}
+{% macro union_staged_changes() -%}
+    {%- for fmt in var('cdc_formats') %}
+    select * from {{ ref('stg_cdc__' ~ fmt) }}
+    {%- if not loop.last %}
+    union all
+    {%- endif %}
+    {%- endfor %}
+{%- endmacro %}

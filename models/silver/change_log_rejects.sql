@@ -1,0 +1,40 @@
+{#
+    Bronze records that are valid JSON but not valid messages of their format, with the
+    reason and their bronze lineage. Fix the source or the config and they can be
+    replayed; nothing is dropped silently.
+#}
+with
+
+rejected as (
+    select * from {{ ref('int_change_log__keyed') }}
+    where reject_reason is not null
+    {% if is_incremental() %}
+        and bronze_commit_version > (
+            select coalesce(max(lineage.bronze_commit_version), -1) from {{ this }}
+        )
+    {% endif %}
+),
+
+first_delivery as (
+    select
+        *,
+        row_number() over (
+            partition by source, lineage.topic, lineage.`partition`, lineage.`offset`
+            order by bronze_commit_version
+        ) as delivery
+    from rejected
+),
+
+final as (
+    select
+        source,
+        format,
+        entity,
+        reject_reason,
+        position,
+        lineage
+    from first_delivery
+    where delivery = 1
+)
+
+select * from final

@@ -1,0 +1,67 @@
+"""The two bronze readers. Both return a streaming DataFrame with the record columns of
+``pyspark_jobs.bronze.tables.RECORD_COLUMNS`` plus ``raw`` and ``problem`` (null when the
+record is good), so one writer serves both."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pyspark_jobs.bronze.landing_records import parse_landing_lines
+from pyspark_jobs.config import Source
+
+
+def read_landing_files(spark: SparkSession, source: Source, max_files_per_batch: int) -> DataFrame:
+    """Stream the JSON-lines landing files of a source (``*.jsonl`` under its folder)."""
+    assert source.landing is not None
+    lines = (
+        spark.readStream.format("text")
+        .option("pathGlobFilter", "*.jsonl")
+        .option("recursiveFileLookup", "true")
+        .option("maxFilesPerTrigger", max_files_per_batch)
+        .load(str(source.landing))
+        .select(F.col("value").alias("line"), F.col("_metadata.file_path").alias("landing_file"))
+    )
+    return parse_landing_lines(lines)
+
+
+def read_kafka(spark: SparkSession, source: Source, max_offsets_per_batch: int) -> DataFrame:
+    """Stream a source's Kafka topics; key and value are decoded as UTF-8 text.
+
+    A value whose bytes are not valid UTF-8 cannot be kept as text without changing it,
+    so it goes to quarantine (base64 in ``raw``) instead.
+    """
+    kafka = source.kafka
+    assert kafka is not None
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("startingOffsets", kafka.starting_offsets)
+        .option("maxOffsetsPerTrigger", max_offsets_per_batch)
+        # Records deleted by retention before we read them are reported, not fatal.
+        .option("failOnDataLoss", "false")
+    )
+    if kafka.topics:
+        reader = reader.option("subscribe", ",".join(kafka.topics))
+    else:
+        reader = reader.option("subscribePattern", kafka.topic_pattern)
+    for key, value in kafka.options.items():
+        reader = reader.option(key, value)
+    records = reader.load()
+    value_text = F.expr("try_validate_utf8(value)")
+    key_text = F.expr("try_validate_utf8(key)")
+    bad_value = F.col("value").isNotNull() & value_text.isNull()
+    bad_key = F.col("key").isNotNull() & key_text.isNull()
+    return records.select(
+        "topic",
+        "partition",
+        "offset",
+        F.col("timestamp").alias("kafka_timestamp"),
+        key_text.cast("string").alias("key"),
+        value_text.cast("string").alias("value"),
+        F.lit(None).cast("string").alias("landing_file"),
+        F.when(bad_value | bad_key, F.base64(F.coalesce("value", "key"))).alias("raw"),
+        F.when(bad_value, F.lit("value is not valid UTF-8"))
+        .when(bad_key, F.lit("key is not valid UTF-8"))
+        .alias("problem"),
+    )

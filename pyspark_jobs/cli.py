@@ -1,0 +1,183 @@
+"""``lakehouse``: run the pipeline's layers from a shell, cron or an orchestrator.
+
+Exit codes: 0 success; 1 a step or quality gate failed; 2 bad usage or config;
+3 another run holds the lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from pyspark_jobs.config import ConfigError, LakehouseConfig, load_config
+from pyspark_jobs.locks import LockBusy
+from pyspark_jobs.settings import Settings
+
+EXIT_FAILED, EXIT_USAGE, EXIT_BUSY = 1, 2, 3
+
+
+def _log(message: str) -> None:
+    print(message, flush=True)
+
+
+class Context:
+    """Settings and config resolved once from the flags; the Spark session on demand."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.settings = Settings.from_env().with_overrides(
+            lake_root=args.lake_root, master=args.master, config_path=args.config
+        )
+        self.config: LakehouseConfig = load_config(self.settings.config_path)
+        self._spark = None
+
+    @property
+    def spark(self):  # type: ignore[no-untyped-def]
+        if self._spark is None:
+            from pyspark_jobs.session import get_spark
+
+            self._spark = get_spark(self.settings)
+        return self._spark
+
+
+def cmd_ingest(ctx: Context, args: argparse.Namespace) -> int:
+    from pyspark_jobs.bronze.ingest import ingest
+
+    reports = ingest(
+        ctx.spark,
+        ctx.settings,
+        ctx.config,
+        source_names=args.source or (),
+        every_seconds=args.every,
+        max_per_batch=args.max_per_batch,
+        log=_log,
+    )
+    for r in reports:
+        _log(
+            f"bronze {r.source}: {r.batches} batches, read {r.read}, landed {r.landed}, "
+            f"quarantined {r.quarantined}"
+        )
+    return 0
+
+
+def cmd_silver(ctx: Context, args: argparse.Namespace) -> int:
+    from pyspark_jobs.silver.dbt_runner import run_dbt
+    from pyspark_jobs.silver.entity_registry import publish_entities
+
+    publish_entities(ctx.spark, ctx.config)
+    run_dbt(ctx.settings, ["run", *(["--full-refresh"] if args.full_refresh else [])])
+    return 0
+
+
+def cmd_gold(ctx: Context, args: argparse.Namespace) -> int:
+    from pyspark_jobs.gold.apply import apply_gold
+
+    apply_gold(ctx.spark, ctx.config, log=_log)
+    return 0
+
+
+def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
+    from pyspark_jobs.pipeline import run_pipeline
+
+    return run_pipeline(ctx.spark, ctx.settings, ctx.config, log=_log)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lakehouse",
+        description="CDC streams -> bronze -> silver change log -> gold current-state Delta tables.",
+    )
+    parser.add_argument(
+        "--lake-root",
+        help="folder of the lake: tables, metastore, checkpoints, reports "
+        "(env LAKEHOUSE_ROOT; default ./lake in the repo)",
+    )
+    parser.add_argument(
+        "--master", help="Spark master URL (env LAKEHOUSE_SPARK_MASTER; default local[*])"
+    )
+    parser.add_argument(
+        "--config", help="sources file (env LAKEHOUSE_CONFIG; default config/sources.yml)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ingest = sub.add_parser(
+        "ingest",
+        help="land new CDC records in bronze (exactly once); stops when caught up",
+        description="Land every new record of the sources in bronze.cdc_raw (unreadable "
+        "ones in bronze.cdc_quarantine), then stop. Safe to schedule: a run killed at any "
+        "point is completed by the next one without losing or duplicating records.",
+    )
+    ingest.add_argument(
+        "--source", action="append", metavar="NAME", help="only this source (repeatable)"
+    )
+    ingest.add_argument(
+        "--every",
+        type=float,
+        metavar="SECONDS",
+        help="keep running, starting a batch every SECONDS, until interrupted",
+    )
+    ingest.add_argument(
+        "--max-per-batch",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="files (landing) or offsets (Kafka) per micro-batch (default 1000)",
+    )
+    ingest.set_defaults(handler=cmd_ingest)
+
+    silver = sub.add_parser(
+        "silver",
+        help="build silver.change_log from bronze with dbt (in-process)",
+        description="Publish the declared entities, then `dbt run` the project inside this "
+        "process's Spark session.",
+    )
+    silver.add_argument(
+        "--full-refresh", action="store_true", help="rebuild the change log from all of bronze"
+    )
+    silver.set_defaults(handler=cmd_silver)
+
+    gold = sub.add_parser(
+        "gold",
+        help="apply new change-log rows to the gold current-state tables",
+        description="Fold each key's new changes in seq order and MERGE them into gold.<table>.",
+    )
+    gold.set_defaults(handler=cmd_gold)
+
+    run = sub.add_parser(
+        "run",
+        help="ingest, silver and gold in order, each behind its quality gate",
+        description="Run every layer in one Spark session and print the run summary.",
+    )
+    run.set_defaults(handler=cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[Context, argparse.Namespace], int] = args.handler
+    started = time.time()
+    try:
+        ctx = Context(args)
+        code = handler(ctx, args)
+    except ConfigError as exc:
+        print(f"lakehouse: config error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except LockBusy as exc:
+        print(f"lakehouse: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    except KeyboardInterrupt:
+        print("lakehouse: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence: one clear line
+        from pyspark_jobs.errors import describe
+
+        print(f"lakehouse {args.command}: failed: {describe(exc)}", file=sys.stderr)
+        return EXIT_FAILED
+    _log(f"lakehouse {args.command}: done in {time.time() - started:.1f} s")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

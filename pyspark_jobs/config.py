@@ -1,0 +1,315 @@
+"""Load and validate ``config/sources.yml`` into frozen, typed objects.
+
+Every problem is reported as one line naming the file, the key and what was expected,
+so a scheduler's log says exactly what to fix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+FORMATS = (
+    "debezium",
+    "db2",
+    "goldengate",
+    "opencdc",
+    "cassandra",
+    "tigergraph",
+    "debezium_patch",
+    "pr_update",
+)
+ENTITY_KINDS = ("row", "vertex", "edge", "document")
+# Types a declared column may have: Spark SQL's primitive names, decimals, and JSON text for
+# nested values (lists, maps, documents) that gold keeps as a JSON string.
+_SIMPLE_TYPES = {
+    "string",
+    "boolean",
+    "int",
+    "bigint",
+    "smallint",
+    "tinyint",
+    "float",
+    "double",
+    "date",
+    "timestamp",
+    "json",
+}
+_DECIMAL = re.compile(r"^decimal\(\s*\d+\s*,\s*\d+\s*\)$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_STARTING_OFFSETS = ("earliest", "latest")
+
+
+class ConfigError(ValueError):
+    """A sources file that cannot be used; the message names file, key and expectation."""
+
+
+@dataclass(frozen=True)
+class KafkaLocation:
+    """Where a source's Kafka records come from."""
+
+    bootstrap_servers: str
+    topics: tuple[str, ...] = ()
+    topic_pattern: str | None = None
+    starting_offsets: str = "earliest"
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Entity:
+    """One table, vertex type, edge type or collection of a source and its gold table."""
+
+    name: str
+    table: str
+    key: tuple[str, ...]
+    columns: Mapping[str, str]
+    kind: str = "row"
+    soft_delete: bool = False
+    history: bool = False
+
+    @property
+    def value_columns(self) -> tuple[str, ...]:
+        return tuple(c for c in self.columns if c not in self.key)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A CDC stream: its format, where its records land, and the entities it carries."""
+
+    name: str
+    format: str
+    entities: tuple[Entity, ...]
+    landing: Path | None = None
+    kafka: KafkaLocation | None = None
+
+    def entity(self, name: str) -> Entity:
+        for entity in self.entities:
+            if entity.name == name:
+                return entity
+        raise KeyError(f"source {self.name!r} declares no entity {name!r}")
+
+
+@dataclass(frozen=True)
+class LakehouseConfig:
+    """All sources of one deployment."""
+
+    path: Path
+    sources: tuple[Source, ...]
+    quarantine_rate_max: float = 0.01
+    reject_rate_max: float = 0.01
+    tombstone_retention_days: int = 30
+
+    def source(self, name: str) -> Source:
+        for source in self.sources:
+            if source.name == name:
+                return source
+        known = ", ".join(s.name for s in self.sources)
+        raise ConfigError(f"{self.path}: no source named {name!r} (known: {known})")
+
+    def tables(self) -> list[tuple[Source, Entity]]:
+        """Every (source, entity) pair, in file order."""
+        return [(s, e) for s in self.sources for e in s.entities]
+
+
+def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> LakehouseConfig:
+    """Read and validate a sources file.
+
+    Relative landing paths resolve against the file's folder's parent (the repo root for
+    ``config/sources.yml``). ``${VAR}`` in Kafka settings is read from ``environ``, so
+    secrets never sit in committed files.
+
+    >>> load_config("config/sources.yml").source("inventory_debezium").format  # doctest: +SKIP
+    'debezium'
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from exc
+    return _Parser(path, os.environ if environ is None else environ).config(raw)
+
+
+class _Parser:
+    def __init__(self, path: Path, environ: Mapping[str, str]) -> None:
+        self.path = path
+        self.environ = environ
+        self.base = path.resolve().parent.parent
+
+    def fail(self, key: str, expected: str) -> ConfigError:
+        return ConfigError(f"{self.path}: {key}: expected {expected}")
+
+    def mapping(self, value: Any, key: str) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.fail(key, "a mapping")
+        return value
+
+    def text(self, value: Any, key: str, pattern: re.Pattern[str] | None = None) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(key, "a non-empty string")
+        if pattern is not None and not pattern.match(value):
+            raise self.fail(key, f"an identifier matching {pattern.pattern}, got {value!r}")
+        return value
+
+    def flag(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(key, "true or false")
+        return value
+
+    def number(self, value: Any, key: str, low: float, high: float) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise self.fail(key, f"a number from {low} to {high}")
+        return float(value)
+
+    def expand(self, value: str, key: str) -> str:
+        def lookup(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in self.environ:
+                raise self.fail(key, f"environment variable {name} to be set")
+            return self.environ[name]
+
+        return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lookup, value)
+
+    def config(self, raw: Any) -> LakehouseConfig:
+        top = self.mapping(raw, "(top level)")
+        unknown = set(top) - {"sources", "quality", "gold"}
+        if unknown:
+            raise self.fail(sorted(unknown)[0], "one of sources, quality, gold")
+        sources_raw = top.get("sources")
+        if not isinstance(sources_raw, Sequence) or isinstance(sources_raw, str) or not sources_raw:
+            raise self.fail("sources", "a non-empty list of sources")
+        sources = tuple(self.source(s, f"sources[{i}]") for i, s in enumerate(sources_raw))
+        names = [s.name for s in sources]
+        for name in names:
+            if names.count(name) > 1:
+                raise self.fail("sources", f"unique source names, {name!r} appears twice")
+        tables = [(e.table, s.name) for s in sources for e in s.entities]
+        seen: dict[str, str] = {}
+        for table, source in tables:
+            if table in seen:
+                raise self.fail(
+                    f"sources[{source}].entities",
+                    f"unique gold table names, {table!r} is also used by {seen[table]!r}",
+                )
+            seen[table] = source
+        quality = self.mapping(top.get("quality", {}), "quality")
+        gold = self.mapping(top.get("gold", {}), "gold")
+        return LakehouseConfig(
+            path=self.path,
+            sources=sources,
+            quarantine_rate_max=self.number(
+                quality.get("quarantine_rate_max", 0.01), "quality.quarantine_rate_max", 0, 1
+            ),
+            reject_rate_max=self.number(
+                quality.get("reject_rate_max", 0.01), "quality.reject_rate_max", 0, 1
+            ),
+            tombstone_retention_days=int(
+                self.number(
+                    gold.get("tombstone_retention_days", 30),
+                    "gold.tombstone_retention_days",
+                    0,
+                    36500,
+                )
+            ),
+        )
+
+    def source(self, raw: Any, where: str) -> Source:
+        src = self.mapping(raw, where)
+        name = self.text(src.get("name"), f"{where}.name", _IDENTIFIER)
+        where = f"sources[{name}]"
+        allowed = {"name", "format", "landing", "kafka", "entities"}
+        unknown = set(src) - allowed
+        if unknown:
+            raise self.fail(f"{where}.{sorted(unknown)[0]}", f"one of {', '.join(sorted(allowed))}")
+        fmt = src.get("format")
+        if fmt not in FORMATS:
+            raise self.fail(f"{where}.format", f"one of {', '.join(FORMATS)}, got {fmt!r}")
+        landing = None
+        if "landing" in src:
+            landing = self.base / self.text(src["landing"], f"{where}.landing")
+        kafka = self.kafka(src["kafka"], f"{where}.kafka") if "kafka" in src else None
+        if (landing is None) == (kafka is None):
+            raise self.fail(where, "exactly one of landing (a folder) or kafka")
+        entities_raw = src.get("entities")
+        if not isinstance(entities_raw, Sequence) or isinstance(entities_raw, str) or not entities_raw:
+            raise self.fail(f"{where}.entities", "a non-empty list of entities")
+        entities = tuple(
+            self.entity(e, f"{where}.entities[{i}]") for i, e in enumerate(entities_raw)
+        )
+        return Source(name=name, format=fmt, entities=entities, landing=landing, kafka=kafka)
+
+    def kafka(self, raw: Any, where: str) -> KafkaLocation:
+        kafka = self.mapping(raw, where)
+        servers = self.expand(
+            self.text(kafka.get("bootstrap_servers"), f"{where}.bootstrap_servers"),
+            f"{where}.bootstrap_servers",
+        )
+        topics = kafka.get("topics", [])
+        if not isinstance(topics, Sequence) or isinstance(topics, str):
+            raise self.fail(f"{where}.topics", "a list of topic names")
+        pattern = kafka.get("topic_pattern")
+        if bool(topics) == (pattern is not None):
+            raise self.fail(where, "exactly one of topics (a list) or topic_pattern")
+        offsets = kafka.get("starting_offsets", "earliest")
+        if offsets not in _STARTING_OFFSETS and not (
+            isinstance(offsets, str) and offsets.startswith("{")
+        ):
+            raise self.fail(f"{where}.starting_offsets", "earliest, latest or a JSON offsets spec")
+        options = self.mapping(kafka.get("options", {}), f"{where}.options")
+        return KafkaLocation(
+            bootstrap_servers=servers,
+            topics=tuple(self.text(t, f"{where}.topics") for t in topics),
+            topic_pattern=self.text(pattern, f"{where}.topic_pattern") if pattern else None,
+            starting_offsets=offsets,
+            options={
+                str(k): self.expand(str(v), f"{where}.options.{k}") for k, v in options.items()
+            },
+        )
+
+    def entity(self, raw: Any, where: str) -> Entity:
+        ent = self.mapping(raw, where)
+        allowed = {"name", "table", "key", "columns", "kind", "soft_delete", "history"}
+        unknown = set(ent) - allowed
+        if unknown:
+            raise self.fail(f"{where}.{sorted(unknown)[0]}", f"one of {', '.join(sorted(allowed))}")
+        name = self.text(ent.get("name"), f"{where}.name")
+        table = self.text(ent.get("table"), f"{where}.table", _IDENTIFIER)
+        columns_raw = self.mapping(ent.get("columns"), f"{where}.columns")
+        if not columns_raw:
+            raise self.fail(f"{where}.columns", "at least one column")
+        columns: dict[str, str] = {}
+        for col, typ in columns_raw.items():
+            self.text(col, f"{where}.columns", _IDENTIFIER)
+            typ = str(typ).strip().lower()
+            if typ not in _SIMPLE_TYPES and not _DECIMAL.match(typ):
+                raise self.fail(
+                    f"{where}.columns.{col}",
+                    f"a type among {', '.join(sorted(_SIMPLE_TYPES))} or decimal(p,s), got {typ!r}",
+                )
+            columns[col] = typ
+        key_raw = ent.get("key")
+        if not isinstance(key_raw, Sequence) or isinstance(key_raw, str) or not key_raw:
+            raise self.fail(f"{where}.key", "a non-empty list of key columns")
+        key = tuple(self.text(k, f"{where}.key") for k in key_raw)
+        for k in key:
+            if k not in columns:
+                raise self.fail(f"{where}.key", f"key column {k!r} to be declared in columns")
+        kind = ent.get("kind", "row")
+        if kind not in ENTITY_KINDS:
+            raise self.fail(f"{where}.kind", f"one of {', '.join(ENTITY_KINDS)}, got {kind!r}")
+        return Entity(
+            name=name,
+            table=table,
+            key=key,
+            columns=columns,
+            kind=kind,
+            soft_delete=self.flag(ent.get("soft_delete", False), f"{where}.soft_delete"),
+            history=self.flag(ent.get("history", False), f"{where}.history"),
+        )

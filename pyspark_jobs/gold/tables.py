@@ -1,0 +1,102 @@
+"""Gold tables and the small state tables gold keeps beside them.
+
+A gold table holds the entity's declared columns, typed, plus metadata columns:
+``_record_key`` (canonical key, what MERGE joins on), ``_seq`` and ``_change_id`` of the
+last applied change, ``_source``, ``_event_ts``, ``_updated_at``, ``_cell_ts`` (per-column
+write times, for formats resolved per cell) and, for soft-delete tables, ``_deleted`` and
+``_deleted_at``. Change data feed is on so consumers can follow the table.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from pyspark_jobs.config import Entity
+
+GOLD_SCHEMA = "gold"
+TOMBSTONES_TABLE = "lakehouse.gold_tombstones"
+PROGRESS_TABLE = "lakehouse.gold_progress"
+
+SEQ_TYPE = "array<bigint>"
+CELL_TS_TYPE = "map<string, bigint>"
+METADATA_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("_record_key", "string"),
+    ("_seq", SEQ_TYPE),
+    ("_change_id", "string"),
+    ("_source", "string"),
+    ("_event_ts", "timestamp"),
+    ("_updated_at", "timestamp"),
+    ("_cell_ts", CELL_TS_TYPE),
+)
+SOFT_DELETE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("_deleted", "boolean"),
+    ("_deleted_at", "timestamp"),
+)
+
+
+def spark_type(declared: str) -> str:
+    """The Spark SQL type a declared column is stored as (``json`` is kept as text)."""
+    return "string" if declared == "json" else declared
+
+
+def gold_table_name(entity: Entity) -> str:
+    return f"{GOLD_SCHEMA}.{entity.table}"
+
+
+def gold_columns(entity: Entity) -> list[tuple[str, str]]:
+    """All columns of an entity's gold table, in table order."""
+    declared = [(name, spark_type(typ)) for name, typ in entity.columns.items()]
+    extra = list(SOFT_DELETE_COLUMNS) if entity.soft_delete else []
+    return declared + list(METADATA_COLUMNS) + extra
+
+
+def _quote(identifier: str) -> str:
+    # Identifiers come from validated config (see config._IDENTIFIER), never from messages.
+    return f"`{identifier}`"
+
+
+def ensure_gold_table(spark: SparkSession, entity: Entity) -> None:
+    """Create the gold table, or add columns newly declared in config to it."""
+    spark.sql(f"create database if not exists {GOLD_SCHEMA}")
+    name = gold_table_name(entity)
+    wanted = gold_columns(entity)
+    if not spark.catalog.tableExists(name):
+        cols = ",\n    ".join(f"{_quote(c)} {t}" for c, t in wanted)
+        spark.sql(
+            f"create table {name} (\n    {cols}\n) using delta "
+            "tblproperties (delta.enableChangeDataFeed = true)"
+        )
+        return
+    existing = {f.name.lower() for f in spark.table(name).schema.fields}
+    missing = [(c, t) for c, t in wanted if c.lower() not in existing]
+    if missing:
+        added = ", ".join(f"{_quote(c)} {t}" for c, t in missing)
+        spark.sql(f"alter table {name} add columns ({added})")
+
+
+def ensure_state_tables(spark: SparkSession) -> None:
+    """Create the tombstone and progress tables if needed."""
+    spark.sql("create database if not exists lakehouse")
+    spark.sql(
+        f"""
+        create table if not exists {TOMBSTONES_TABLE} (
+            table_name string not null,
+            record_key string not null,
+            seq {SEQ_TYPE} not null comment 'seq of the delete',
+            change_id string,
+            cell_ts {CELL_TS_TYPE} comment 'per-cell write times the deleted key still needs',
+            deleted_at timestamp comment 'event time of the delete',
+            recorded_at timestamp not null
+        ) using delta
+        comment 'Deleted keys, so a late older change cannot resurrect them'
+        """
+    )
+    spark.sql(
+        f"""
+        create table if not exists {PROGRESS_TABLE} (
+            table_name string not null,
+            silver_version bigint not null comment 'last change_log version applied',
+            applied_at timestamp not null
+        ) using delta
+        """
+    )

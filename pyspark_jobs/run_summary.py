@@ -1,0 +1,88 @@
+"""The per-run summary: what each layer received and holds, per source and table.
+
+Written as JSON under ``<lake>/_state/runs/`` (the report shows the last runs as a trend)
+and printed at the end of ``lakehouse run``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pyspark_jobs.bronze.tables import QUARANTINE_TABLE, RAW_TABLE
+
+
+@dataclass
+class RunSummary:
+    """Counts and outcomes of one pipeline run."""
+
+    run_id: str = field(
+        default_factory=lambda: datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    )
+    started_at: float = field(default_factory=time.time)
+    finished_at: float | None = None
+    status: str = "running"
+    layers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def finish(self, status: str) -> None:
+        self.status = status
+        self.finished_at = time.time()
+
+    def save(self, runs_dir: Path) -> Path:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        path = runs_dir / f"{self.run_id}.json"
+        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True, default=str))
+        return path
+
+
+def counts_by(spark: SparkSession, table: str, column: str) -> dict[str, int]:
+    """Row counts of ``table`` grouped by ``column`` (a handful of groups)."""
+    if not spark.catalog.tableExists(table):
+        return {}
+    rows = spark.table(table).groupBy(column).agg(F.count(F.lit(1)).alias("n")).collect()
+    return {str(r[column]): int(r["n"]) for r in rows}
+
+
+def bronze_totals(spark: SparkSession) -> dict[str, Any]:
+    """Records held in bronze and quarantine, per source."""
+    return {
+        "records": counts_by(spark, RAW_TABLE, "source"),
+        "quarantined": counts_by(spark, QUARANTINE_TABLE, "source"),
+    }
+
+
+def silver_totals(spark: SparkSession) -> dict[str, Any]:
+    """Changes in the change log and rejects, per source."""
+    return {
+        "changes": counts_by(spark, "silver.change_log", "source"),
+        "rejects": counts_by(spark, "silver.change_log_rejects", "source"),
+    }
+
+
+def format_summary(summary: RunSummary) -> str:
+    """The human-readable block ``lakehouse run`` prints."""
+    lines = [f"run {summary.run_id}: {summary.status}"]
+    bronze = summary.layers.get("bronze", {})
+    for src, n in sorted(bronze.get("records", {}).items()):
+        q = bronze.get("quarantined", {}).get(src, 0)
+        lines.append(f"  bronze  {src:<28} {n:>8} records  {q:>6} quarantined")
+    silver = summary.layers.get("silver", {})
+    for src, n in sorted(silver.get("changes", {}).items()):
+        r = silver.get("rejects", {}).get(src, 0)
+        lines.append(f"  silver  {src:<28} {n:>8} changes  {r:>6} rejected")
+    for table, rows in sorted(summary.layers.get("gold", {}).get("rows", {}).items()):
+        lines.append(f"  gold    {table:<28} {rows:>8} rows")
+    for layer, gate in summary.gates.items():
+        lines.append(f"  gate    {layer:<28} {'passed' if gate.get('success') else 'FAILED'}")
+    for step, seconds in summary.timings.items():
+        lines.append(f"  time    {step:<28} {seconds:>8.1f} s")
+    return "\n".join(lines)

@@ -1,0 +1,60 @@
+"""One SparkSession for the whole test session, on a throw-away lake."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pyspark_jobs.config import LakehouseConfig, load_config
+from pyspark_jobs.session import get_spark
+from pyspark_jobs.settings import DEFAULT_CONFIG, PROJECT_ROOT, Settings
+
+PIPELINE_DATABASES = ("bronze", "staging", "silver", "gold", "lakehouse")
+
+
+@pytest.fixture(scope="session")
+def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Settings of the test lake: a temporary root, few shuffle partitions."""
+    root = tmp_path_factory.mktemp("lake")
+    os.environ["LAKEHOUSE_ROOT"] = str(root)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return Settings(
+        lake_root=root, master="local[2]", config_path=DEFAULT_CONFIG, shuffle_partitions=2
+    )
+
+
+@pytest.fixture(scope="session")
+def spark(settings: Settings) -> Iterator[SparkSession]:
+    session = get_spark(settings, app_name="cdc-lakehouse-tests")
+    yield session
+    session.stop()
+
+
+def reset_lake(spark: SparkSession, settings: Settings) -> Settings:
+    """Empty the shared session's lake: no pipeline tables, checkpoints or run state."""
+    for database in PIPELINE_DATABASES:
+        spark.sql(f"drop database if exists {database} cascade")
+    for folder in (settings.checkpoint_dir, settings.state_dir, settings.reports_dir):
+        shutil.rmtree(folder, ignore_errors=True)
+    return settings
+
+
+@pytest.fixture
+def empty_lake(spark: SparkSession, settings: Settings) -> Settings:
+    """The lake emptied before the test."""
+    return reset_lake(spark, settings)
+
+
+@pytest.fixture(scope="session")
+def sample_config() -> LakehouseConfig:
+    """The committed config of the bundled samples."""
+    return load_config(PROJECT_ROOT / "config" / "sources.yml")
+
+
+def samples_dir() -> Path:
+    return PROJECT_ROOT / "data" / "samples"
