@@ -7,7 +7,9 @@ Exit codes: 0 success; 1 a step or quality gate failed; 2 bad usage or config;
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -42,20 +44,32 @@ class Context:
 
 
 def cmd_ingest(ctx: Context, args: argparse.Namespace) -> int:
-    from pyspark_jobs.bronze.ingest import ingest
+    from pyspark_jobs.bronze.ingest import chosen_sources, ingest, ingest_locks
 
-    reports = ingest(
-        ctx.spark,
-        ctx.settings,
-        ctx.config,
-        source_names=args.source or (),
-        every_seconds=args.every,
-        max_per_batch=args.max_per_batch,
-        log=_log,
-    )
+    # The lock comes before the Spark session: a second ingest refuses at once instead of
+    # booting a JVM that would block on the embedded metastore.
+    sources = chosen_sources(ctx.config, args.source or ())
+    stop = threading.Event()
+    if args.every is not None:
+        # SIGTERM (systemd, docker stop) or Ctrl-C ends a long-running ingest after the
+        # batch in flight; a flag rather than an exception, so no Spark call is cut off.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+    with ingest_locks(ctx.settings, sources):
+        reports = ingest(
+            ctx.spark,
+            ctx.settings,
+            ctx.config,
+            source_names=args.source or (),
+            every_seconds=args.every,
+            max_per_batch=args.max_per_batch,
+            log=_log,
+            take_locks=False,
+            stop=stop,
+        )
     for r in reports:
         _log(
-            f"bronze {r.source}: {r.batches} batches, read {r.read}, landed {r.landed}, "
+            f"bronze {r.source}: {len(r.batches)} batches, read {r.read}, landed {r.landed}, "
             f"quarantined {r.quarantined}"
         )
     return 0

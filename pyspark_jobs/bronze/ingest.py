@@ -1,22 +1,30 @@
 """Bronze ingest job: Structured Streaming from each source into ``bronze.cdc_raw``.
 
-Exactly-once: the stream's checkpoint fixes which files/offsets make up each micro-batch,
-and each batch is written with Delta's idempotent-write options (``txnAppId`` +
-``txnVersion`` = batch id), so a batch replayed after a crash is skipped by Delta instead
-of being appended twice.
+Exactly-once: the stream's checkpoint fixes which files/offsets make up each micro-batch
+(the offset log is written before the batch runs), and each batch is written with Delta's
+idempotent-write options (``txnAppId`` + ``txnVersion`` = batch id), so a batch replayed
+after a crash is skipped by Delta instead of being appended twice.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import uuid
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 
+from pyspark_jobs.bronze.progress import (
+    BatchCounts,
+    SourceIngest,
+    new_lines,
+    remaining_lines,
+)
 from pyspark_jobs.bronze.readers import read_kafka, read_landing_files
 from pyspark_jobs.bronze.tables import (
     QUARANTINE_TABLE,
@@ -28,17 +36,14 @@ from pyspark_jobs.config import LakehouseConfig, Source
 from pyspark_jobs.locks import exclusive_lock
 from pyspark_jobs.settings import Settings
 
+__all__ = ["LandingError", "SourceIngest", "ingest", "ingest_locks"]
 
-@dataclass
-class SourceIngest:
-    """What one source's ingest did in this run."""
+# How often the driver looks at the queries for new progress (seconds).
+_POLL_SECONDS = 1.0
 
-    source: str
-    batches: int = 0
-    read: int = 0
-    landed: int = 0
-    quarantined: int = 0
-    lag: list[int] = field(default_factory=list)
+
+class LandingError(RuntimeError):
+    """A source's landing folder cannot be used."""
 
 
 def _app_id(checkpoint: Path) -> str:
@@ -46,16 +51,42 @@ def _app_id(checkpoint: Path) -> str:
 
     It lives inside the checkpoint: resetting the checkpoint resets the id too, so a
     re-read from scratch is written rather than silently skipped as already committed.
+    Written to a temporary file and renamed, so a kill never leaves an empty id behind.
     """
     checkpoint.mkdir(parents=True, exist_ok=True)
     id_file = checkpoint / "lakehouse_app_id"
     if not id_file.exists():
-        id_file.write_text(uuid.uuid4().hex)
+        tmp = checkpoint / f".lakehouse_app_id.{os.getpid()}"
+        tmp.write_text(uuid.uuid4().hex)
+        os.replace(tmp, id_file)
     return id_file.read_text().strip()
 
 
+@contextmanager
+def ingest_locks(settings: Settings, sources: Sequence[Source]) -> Iterator[None]:
+    """Hold every chosen source's ingest lock, or raise ``LockBusy`` at once.
+
+    Taken before the Spark session starts (see ``cli.cmd_ingest``): the embedded Derby
+    metastore admits one JVM, so a second ingest must refuse before it boots one.
+    """
+    with ExitStack() as locks:
+        for source in sources:
+            locks.enter_context(
+                exclusive_lock(
+                    settings.state_dir / "locks" / f"ingest-{source.name}.lock",
+                    f"an ingest of source {source.name!r}",
+                )
+            )
+        yield
+
+
+def chosen_sources(config: LakehouseConfig, source_names: Sequence[str] = ()) -> list[Source]:
+    """The named sources (all by default); an unknown name is a ``ConfigError``."""
+    return [config.source(n) for n in source_names] if source_names else list(config.sources)
+
+
 def _batch_writer(
-    source: Source, app_id: str, report: SourceIngest, log: Callable[[str], None]
+    source: Source, app_id: str, report: SourceIngest
 ) -> Callable[[DataFrame, int], None]:
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         stamped = batch.select(
@@ -94,16 +125,51 @@ def _batch_writer(
             landed, quarantined = good.count(), bad.count()
         finally:
             stamped.unpersist()
-        report.batches += 1
-        report.read += landed + quarantined
-        report.landed += landed
-        report.quarantined += quarantined
-        log(
-            f"bronze {source.name}: batch {batch_id}: read {landed + quarantined}, "
-            f"landed {landed}, quarantined {quarantined}"
-        )
+        report.batches[batch_id] = BatchCounts(landed + quarantined, landed, quarantined)
 
     return write_batch
+
+
+def _stream(spark: SparkSession, source: Source, max_per_batch: int) -> DataFrame:
+    if source.landing is None:
+        return read_kafka(spark, source, max_per_batch)
+    if source.landing.exists() and not source.landing.is_dir():
+        raise LandingError(f"source {source.name!r}: landing {source.landing} is not a folder")
+    try:
+        source.landing.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LandingError(
+            f"source {source.name!r}: cannot create landing folder {source.landing}: {exc}"
+        ) from exc
+    if not os.access(source.landing, os.R_OK | os.X_OK):
+        raise LandingError(f"source {source.name!r}: landing folder {source.landing} is unreadable")
+    return read_landing_files(spark, source, max_per_batch)
+
+
+def _wait(
+    queries: Sequence[tuple[StreamingQuery, SourceIngest]],
+    log: Callable[[str], None],
+    stop: threading.Event,
+) -> None:
+    """Wait for every query to end (or ``stop``), printing each batch's line as it appears."""
+    pending = list(queries)
+    while pending:
+        if stop.is_set():
+            log("bronze: stop requested, stopping after the batch in flight")
+            for query, _ in pending:
+                query.stop()  # waits for the running batch; its offsets then commit
+            pending = []
+            continue
+        query, _ = pending[0]
+        finished = query.awaitTermination(_POLL_SECONDS)
+        for q, r in queries:
+            for line in new_lines(r, q.recentProgress):
+                log(line)
+        if finished:
+            pending.pop(0)
+    for _, report in queries:
+        for line in remaining_lines(report):
+            log(line)
 
 
 def ingest(
@@ -114,49 +180,41 @@ def ingest(
     every_seconds: float | None = None,
     max_per_batch: int = 1000,
     log: Callable[[str], None] = print,
+    take_locks: bool = True,
+    stop: threading.Event | None = None,
 ) -> list[SourceIngest]:
     """Land every new record of the chosen sources (all by default) in bronze.
 
     Without ``every_seconds`` it processes what is there and returns (safe for cron);
     with it, it keeps running with a processing-time trigger until interrupted.
-    Raises ``LockBusy`` when another ingest of one of the sources is running.
+    Raises ``LockBusy`` when another ingest of one of the sources is running (pass
+    ``take_locks=False`` when the caller already holds ``ingest_locks``). Setting
+    ``stop`` ends the run after the batches in flight (how ``--every`` ends on SIGTERM).
     """
-    sources = [config.source(n) for n in source_names] if source_names else list(config.sources)
-    ensure_bronze_tables(spark)
+    sources = chosen_sources(config, source_names)
     reports = [SourceIngest(s.name) for s in sources]
-    with ExitStack() as locks:
-        for source in sources:
-            locks.enter_context(
-                exclusive_lock(
-                    settings.state_dir / "locks" / f"ingest-{source.name}.lock",
-                    f"an ingest of source {source.name!r}",
-                )
-            )
-        queries = []
-        for source, report in zip(sources, reports):
-            checkpoint = settings.checkpoint_dir / "bronze" / source.name
-            app_id = _app_id(checkpoint)
-            if source.landing is not None:
-                source.landing.mkdir(parents=True, exist_ok=True)
-                stream = read_landing_files(spark, source, max_per_batch)
-            else:
-                stream = read_kafka(spark, source, max_per_batch)
-            writer = (
-                stream.writeStream.queryName(f"bronze_{source.name}")
-                .option("checkpointLocation", str(checkpoint))
-                .foreachBatch(_batch_writer(source, app_id, report, log))
-            )
-            if every_seconds is None:
-                writer = writer.trigger(availableNow=True)
-            else:
-                writer = writer.trigger(processingTime=f"{every_seconds} seconds")
-            queries.append(writer.start())
+    with ExitStack() as stack:
+        if take_locks:
+            stack.enter_context(ingest_locks(settings, sources))
+        ensure_bronze_tables(spark)
+        started: list[tuple[StreamingQuery, SourceIngest]] = []
         try:
-            for query in queries:
-                query.awaitTermination()
+            for source, report in zip(sources, reports):
+                checkpoint = settings.checkpoint_dir / "bronze" / source.name
+                writer = (
+                    _stream(spark, source, max_per_batch)
+                    .writeStream.queryName(f"bronze_{source.name}")
+                    .option("checkpointLocation", str(checkpoint))
+                    .foreachBatch(_batch_writer(source, _app_id(checkpoint), report))
+                )
+                if every_seconds is None:
+                    writer = writer.trigger(availableNow=True)
+                else:
+                    writer = writer.trigger(processingTime=f"{every_seconds} seconds")
+                started.append((writer.start(), report))
+            _wait(started, log, stop or threading.Event())
         finally:
-            for query in queries:
+            for query, _ in started:
                 if query.isActive:
                     query.stop()
     return reports
-
