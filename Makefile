@@ -39,6 +39,7 @@ lint: setup ## ruff, mypy and sqlfluff
 	$(BIN)/ruff check pyspark_jobs tests
 	$(BIN)/ruff format --check pyspark_jobs tests
 	$(BIN)/mypy pyspark_jobs
+	$(BIN)/sqlfluff lint models macros
 
 format: setup ## apply ruff's formatting and fixes
 	$(BIN)/ruff format pyspark_jobs tests

@@ -100,7 +100,7 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lakehouse",
-        description="CDC streams -> bronze -> silver change log -> gold current-state Delta tables.",
+        description="CDC streams -> bronze -> silver change log -> gold current-state tables.",
     )
     parser.add_argument(
         "--lake-root",

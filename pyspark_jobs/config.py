@@ -164,7 +164,11 @@ class _Parser:
         return value
 
     def number(self, value: Any, key: str, low: float, high: float) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not low <= value <= high
+        ):
             raise self.fail(key, f"a number from {low} to {high}")
         return float(value)
 
@@ -238,7 +242,11 @@ class _Parser:
         if (landing is None) == (kafka is None):
             raise self.fail(where, "exactly one of landing (a folder) or kafka")
         entities_raw = src.get("entities")
-        if not isinstance(entities_raw, Sequence) or isinstance(entities_raw, str) or not entities_raw:
+        if (
+            not isinstance(entities_raw, Sequence)
+            or isinstance(entities_raw, str)
+            or not entities_raw
+        ):
             raise self.fail(f"{where}.entities", "a non-empty list of entities")
         entities = tuple(
             self.entity(e, f"{where}.entities[{i}]") for i, e in enumerate(entities_raw)

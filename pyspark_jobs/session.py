@@ -28,7 +28,9 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         # small table pay for 50 tasks on each read.
         "spark.databricks.delta.snapshotPartitions": "2",
         # Derby writes derby.log into the working directory unless told otherwise.
-        "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={settings.lake_root}/derby.log",
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.stream.error.file={settings.lake_root / 'derby.log'}"
+        ),
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
     }

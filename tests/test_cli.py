@@ -37,7 +37,10 @@ def test_missing_config_is_one_line_and_exit_2(tmp_path: Path):
         text=True,
     )
     assert out.returncode == 2
-    assert out.stderr.strip() == f"lakehouse: config error: {tmp_path / 'none.yml'}: config file not found"
+    assert (
+        out.stderr.strip()
+        == f"lakehouse: config error: {tmp_path / 'none.yml'}: config file not found"
+    )
 
 
 def test_invalid_config_names_the_key(tmp_path: Path):

@@ -42,7 +42,11 @@ def test_good_config_loads_typed(tmp_path: Path):
     config = load_config(write(tmp_path, GOOD), {"BROKERS": "127.0.0.1:9092", "JAAS": "secret"})
     orders = config.source("orders")
     assert orders.landing == tmp_path / "data" / "orders"
-    assert orders.entities[0].columns == {"id": "bigint", "amount": "decimal(10, 2)", "note": "string"}
+    assert orders.entities[0].columns == {
+        "id": "bigint",
+        "amount": "decimal(10, 2)",
+        "note": "string",
+    }
     assert orders.entities[0].value_columns == ("amount", "note")
     assert orders.entities[0].soft_delete is True
     kafka = config.source("stream").kafka
@@ -56,13 +60,21 @@ def test_good_config_loads_typed(tmp_path: Path):
     ("change", "message"),
     [
         (("format: debezium", "format: mysql"), "sources[orders].format: expected one of debezium"),
-        (("key: [id]", "key: [nope]"), "sources[orders].entities[0].key: expected key column 'nope'"),
-        (("amount: \"decimal(10, 2)\"", "amount: money"), "columns.amount: expected a type among"),
+        (
+            ("key: [id]", "key: [nope]"),
+            "sources[orders].entities[0].key: expected key column 'nope'",
+        ),
+        (('amount: "decimal(10, 2)"', "amount: money"), "columns.amount: expected a type among"),
         (("table: orders", "table: 'drop table x'"), "entities[0].table: expected an identifier"),
-        (("landing: data/orders", "kafka: {bootstrap_servers: x, topics: [a]}\n    landing: d"),
-         "sources[orders]: expected exactly one of landing"),
+        (
+            ("landing: data/orders", "kafka: {bootstrap_servers: x, topics: [a]}\n    landing: d"),
+            "sources[orders]: expected exactly one of landing",
+        ),
         (("name: stream", "name: orders"), "sources: expected unique source names"),
-        (("${BROKERS}", "${MISSING_VAR}"), "bootstrap_servers: expected environment variable MISSING_VAR"),
+        (
+            ("${BROKERS}", "${MISSING_VAR}"),
+            "bootstrap_servers: expected environment variable MISSING_VAR",
+        ),
     ],
 )
 def test_bad_config_names_file_key_and_expectation(tmp_path: Path, change, message):

@@ -37,13 +37,42 @@ def first_run(spark: SparkSession, settings: Settings, sample_config: LakehouseC
 def test_debezium_gold_rows_are_the_samples_net_state(spark: SparkSession, first_run: Settings):
     # 125 was created then deleted; the Kafka tombstone after its delete changes nothing.
     assert gold_rows(
-        spark, "gold.users", ["USER_ID", "TAX_CODE", "NAME", "COINS", "_record_key", "_seq",
-                              "_source", "_event_ts", "_cell_ts"]
+        spark,
+        "gold.users",
+        [
+            "USER_ID",
+            "TAX_CODE",
+            "NAME",
+            "COINS",
+            "_record_key",
+            "_seq",
+            "_source",
+            "_event_ts",
+            "_cell_ts",
+        ],
     ) == [
-        (123, "the-fiscal-code-123", "Mario", 300000500, '{"USER_ID":"123"}',
-         [1700000003000, 1030, 3], "shop_debezium", datetime(2023, 11, 14, 22, 13, 23), None),
-        (124, "the-fiscal-code-124", "Lara Croft", 42, '{"USER_ID":"124"}',
-         [1700000005000, 1050, 6], "shop_debezium", datetime(2023, 11, 14, 22, 13, 25), None),
+        (
+            123,
+            "the-fiscal-code-123",
+            "Mario",
+            300000500,
+            '{"USER_ID":"123"}',
+            [1700000003000, 1030, 3],
+            "shop_debezium",
+            datetime(2023, 11, 14, 22, 13, 23),
+            None,
+        ),
+        (
+            124,
+            "the-fiscal-code-124",
+            "Lara Croft",
+            42,
+            '{"USER_ID":"124"}',
+            [1700000005000, 1050, 6],
+            "shop_debezium",
+            datetime(2023, 11, 14, 22, 13, 25),
+            None,
+        ),
     ]
 
 
@@ -55,20 +84,58 @@ def test_cassandra_gold_rows_follow_cells(spark: SparkSession, first_run: Settin
     rows = gold_rows(
         spark,
         "gold.customers",
-        ["id", "registration_date", "first_name", "last_name", "email", "_seq", "_source", "_cell_ts"],
+        [
+            "id",
+            "registration_date",
+            "first_name",
+            "last_name",
+            "email",
+            "_seq",
+            "_source",
+            "_cell_ts",
+        ],
     )
     assert rows == [
-        (1001, 1562202942545, "Anne", "Kretchmar", "annek_new@noanswer.org",
-         [1562202942666490, 123456, 102], "inventory_cassandra",
-         {MARKER: 1562202942666382, "first_name": 1562202942666382,
-          "last_name": 1562202942666382, "email": 1562202942666490}),
-        (1002, 1562202950000, "Bob", None, "bob@noanswer.org",
-         [1562202960000200, 123456, 310], "inventory_cassandra",
-         {MARKER: 1562202950000100, "first_name": 1562202950000100,
-          "last_name": 1562202960000200, "email": 1562202950000100}),
-        (1004, 1562202980000, "Dana", None, None,
-         [1562202980000400, 123456, 520], "inventory_cassandra",
-         {"first_name": 1562202980000400}),
+        (
+            1001,
+            1562202942545,
+            "Anne",
+            "Kretchmar",
+            "annek_new@noanswer.org",
+            [1562202942666490, 123456, 102],
+            "inventory_cassandra",
+            {
+                MARKER: 1562202942666382,
+                "first_name": 1562202942666382,
+                "last_name": 1562202942666382,
+                "email": 1562202942666490,
+            },
+        ),
+        (
+            1002,
+            1562202950000,
+            "Bob",
+            None,
+            "bob@noanswer.org",
+            [1562202960000200, 123456, 310],
+            "inventory_cassandra",
+            {
+                MARKER: 1562202950000100,
+                "first_name": 1562202950000100,
+                "last_name": 1562202960000200,
+                "email": 1562202950000100,
+            },
+        ),
+        (
+            1004,
+            1562202980000,
+            "Dana",
+            None,
+            None,
+            [1562202980000400, 123456, 520],
+            "inventory_cassandra",
+            {"first_name": 1562202980000400},
+        ),
     ]
 
 
@@ -77,7 +144,8 @@ def test_gold_metadata_names_the_last_applied_change(spark: SparkSession, first_
         gold = spark.table(table).alias("g")
         log = spark.table("silver.change_log").alias("c")
         joined = gold.join(
-            log, (F.col("g._record_key") == F.col("c.record_key")) & (F.col("g._seq") == F.col("c.seq"))
+            log,
+            (F.col("g._record_key") == F.col("c.record_key")) & (F.col("g._seq") == F.col("c.seq")),
         ).select("g._change_id", "c.change_id", "c.event_ts", "g._event_ts", "g._updated_at")
         rows = joined.collect()
         assert len(rows) == gold.count() > 0
@@ -94,8 +162,7 @@ def test_second_run_changes_nothing(spark: SparkSession, first_run: Settings, sa
     }
     assert run_pipeline(spark, first_run, sample_config, log=lambda _: None) == 0
     after = {
-        t: (table_version(spark, t), gold_rows(spark, t, spark.table(t).columns))
-        for t in before
+        t: (table_version(spark, t), gold_rows(spark, t, spark.table(t).columns)) for t in before
     }
     assert after == before
 

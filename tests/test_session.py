@@ -10,8 +10,11 @@ from pyspark_jobs.session import spark_conf
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 
 # Settings that only matter to the pipeline's own JVM (set at launch, or test tuning).
-PIPELINE_ONLY = {"spark.driver.extraJavaOptions", "spark.sql.streaming.stopGracefullyOnShutdown",
-                 "spark.databricks.delta.schema.autoMerge.enabled"}
+PIPELINE_ONLY = {
+    "spark.driver.extraJavaOptions",
+    "spark.sql.streaming.stopGracefullyOnShutdown",
+    "spark.databricks.delta.schema.autoMerge.enabled",
+}
 
 
 def test_profile_uses_the_session_factory_settings():
@@ -24,7 +27,9 @@ def test_profile_uses_the_session_factory_settings():
     }
     expected = {
         k: v
-        for k, v in spark_conf(Settings(lake, "local[*]", PROJECT_ROOT / "config" / "sources.yml")).items()
+        for k, v in spark_conf(
+            Settings(lake, "local[*]", PROJECT_ROOT / "config" / "sources.yml")
+        ).items()
         if k not in PIPELINE_ONLY
     }
     assert rendered == expected

@@ -20,8 +20,7 @@ _SCHEMA = (
 def entity_rows(spark: SparkSession, config: LakehouseConfig) -> DataFrame:
     """One row per declared entity (config is small: built on the driver on purpose)."""
     rows = [
-        (s.name, e.name, e.table, e.kind, list(e.key), dict(e.columns))
-        for s, e in config.tables()
+        (s.name, e.name, e.table, e.kind, list(e.key), dict(e.columns)) for s, e in config.tables()
     ]
     return spark.createDataFrame(rows, _SCHEMA)
 

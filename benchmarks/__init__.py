@@ -1,0 +1,1 @@
+"""`make bench`: the pipeline's speed on generated data (kept out of `make test`)."""
