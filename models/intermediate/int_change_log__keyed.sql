@@ -1,7 +1,9 @@
 {#
     Every staged change with its declared entity: the canonical record key built from the
     entity's declared key columns, the change id, and the reason a change cannot enter the
-    log (format problems from staging, an undeclared entity, missing key columns).
+    log (format problems from staging, an undeclared entity, missing key columns, a
+    one-string key that does not split into the key columns). A truncate names no key:
+    its record_key is '{}'.
 #}
 with
 
@@ -34,15 +36,55 @@ key_values as (
                 from_json(key_json, 'map<string, string>')[k],
                 from_json(row_image, 'map<string, string>')[k]
             )
-        ) as key_parts
+        ) as object_parts,
+        {#
+            A key that is one string (GoldenGate: the values joined by `_`). Values may
+            hold `_` themselves, so the row image wins when it carries every key column
+            (and must join back to the string); without it the string must split into
+            exactly one part per key column (a single key column takes the whole string).
+        #}
+        case
+            when size(key_columns) = 1 then array(key_text)
+            else split(key_text, '_', -1)
+        end as text_parts
     from declared
+),
+
+key_checks as (
+    select
+        *,
+        case
+            when op = 'truncate' then cast(array() as array<string>)
+            when key_text is null then object_parts
+            when not exists(object_parts, v -> v is null) then object_parts
+            when size(text_parts) = size(key_columns) then text_parts
+            else object_parts
+        end as key_parts,
+        case
+            when key_text is null or op = 'truncate' then null
+            when not exists(object_parts, v -> v is null)
+                and array_join(object_parts, '_') != key_text
+                then concat(
+                    'key does not match the key columns of the row: ', key_text, ' vs ',
+                    array_join(object_parts, '_')
+                )
+            when exists(object_parts, v -> v is null) and size(text_parts) != size(key_columns)
+                then concat(
+                    'key does not split into the declared key columns (',
+                    array_join(key_columns, ', '), '): ', key_text
+                )
+        end as key_problem
+    from key_values
 ),
 
 keyed as (
     select
         *,
-        to_json(map_from_arrays(key_columns, key_parts)) as record_key
-    from key_values
+        case
+            when op = 'truncate' then '{}'
+            else to_json(map_from_arrays(key_columns, key_parts))
+        end as record_key
+    from key_checks
 ),
 
 final as (
@@ -66,6 +108,7 @@ final as (
             when is_noop then null
             when entity is null then 'no entity name in the message'
             when table_name is null then concat('entity not declared in config: ', entity)
+            when key_problem is not null then key_problem
             when exists(key_parts, v -> v is null) then concat(
                 'key columns missing: ',
                 array_join(

@@ -1,0 +1,97 @@
+{#
+    The early Debezium design's entity-patches stream: one request patches one entity of
+    a collection with `ops`, JSON-patch-like documents {op: add / remove / replace, path,
+    value} on slash-separated paths into the nested document (e.g. phone/home). A request
+    may be split into `parts`.
+
+    Each op becomes its own change-log row, in order (posexplode keeps the index):
+    op 'patch' with changes = {path: {op, value, ts: null}}, keyed {"entity": <entity id>}
+    in the entity named by `collection`. seq [begun, request, part, op_index] orders them
+    per entity; the position client:request:part:op_index identifies a redelivery.
+    A null value (compaction) changes nothing.
+#}
+with
+
+records as (
+    {{ bronze_records('debezium_patch') }}
+),
+
+fields as (
+    select
+        *,
+        json_object_keys(value) as value_fields,
+        get_json_object(value, '$.collection') as collection,
+        get_json_object(value, '$.entity') as entity_id,
+        get_json_object(value, '$.clientid') as client_id,
+        try_cast(get_json_object(value, '$.request') as bigint) as request,
+        try_cast(get_json_object(value, '$.part') as bigint) as part,
+        try_cast(get_json_object(value, '$.begun') as bigint) as begun_ms,
+        from_json(get_json_object(value, '$.ops'), 'array<string>') as ops
+    from records
+),
+
+ops as (
+    {# outer: a request without ops still yields a row, to be rejected. #}
+    select
+        fields.*,
+        patch.op_index,
+        patch.op_doc,
+        get_json_object(patch.op_doc, '$.op') as patch_op,
+        get_json_object(patch.op_doc, '$.path') as patch_path,
+        get_json_object(patch.op_doc, '$.value') as patch_value
+    from fields
+    lateral view outer posexplode(ops) patch as op_index, op_doc
+),
+
+final as (
+    select
+        source,
+        format,
+        collection as entity,
+        case when patch_op in ('add', 'remove', 'replace') then 'patch' end as op,
+        case
+            when entity_id is not null then to_json(named_struct('entity', entity_id))
+        end as key_json,
+        cast(null as string) as key_text,
+        cast(null as string) as row_image,
+        case
+            when patch_op in ('add', 'remove', 'replace') and patch_path is not null then map(
+                patch_path,
+                named_struct('op', patch_op, 'value', patch_value, 'ts', cast(null as bigint))
+            )
+        end as changes,
+        array(
+            coalesce(begun_ms, 0), coalesce(request, 0), coalesce(part, 0),
+            cast(coalesce(op_index, 0) as bigint)
+        ) as seq,
+        coalesce(timestamp_millis(begun_ms), kafka_timestamp) as event_ts,
+        case
+            when client_id is not null and request is not null
+                then concat_ws(
+                    ':', 'entity-patch', client_id, cast(request as string),
+                    cast(coalesce(part, 1) as string), cast(op_index as string)
+                )
+            else concat_ws(':', {{ kafka_position() }}, cast(op_index as string))
+        end as position,
+        value is null as is_noop,
+        case
+            when value is null then null
+            when value_fields is null then 'value is not a JSON object'
+            when ops is null or size(ops) = 0 then 'no ops'
+            when patch_op is null then 'no op field'
+            when patch_op not in ('add', 'remove', 'replace')
+                then concat('unknown op code: ', patch_op)
+            when patch_path is null or patch_path = '' then 'patch op without a path'
+            when client_id is null or request is null then 'no request id (clientid, request)'
+        end as problem,
+        topic,
+        `partition`,
+        `offset`,
+        kafka_timestamp,
+        ingested_at,
+        batch_id,
+        bronze_commit_version
+    from ops
+)
+
+select * from final
