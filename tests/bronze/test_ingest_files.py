@@ -1,0 +1,67 @@
+"""The real ingest over landing files: good lines land, bad ones are quarantined, nothing twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pyspark_jobs.bronze.ingest import ingest
+from pyspark_jobs.bronze.landing_records import NOT_JSON
+from pyspark_jobs.settings import Settings
+from tests.bronze.conftest import bronze_rows, landing_config, quarantine_rows, record_line
+
+DEEP = 1500
+
+
+def test_valid_lines_land_and_malformed_lines_are_quarantined(
+    spark: SparkSession, empty_lake: Settings, tmp_path: Path
+) -> None:
+    config, landing = landing_config(tmp_path)
+    good = [
+        record_line("db.orders", 0, 0, {"op": "c", "after": {"id": 1}}, {"id": 1}),
+        record_line("db.orders", 0, 1, None, {"id": 1}),  # tombstone
+        record_line("db.orders", 1, 0, '{"op":"u"}', "k2"),  # string-encoded value
+    ]
+    bad = {
+        b"not json": NOT_JSON,
+        b'{"topic":"db.orders","partition":0,"offset":2,"value":{"op":': NOT_JSON,
+        b"\x00\xff\xfe\x9c garbage \x81": NOT_JSON,
+        b'{"topic":"db.orders","value":"' + b"x" * (5 * 1024 * 1024): NOT_JSON,
+        b'{"topic":"db.orders","partition":0,"offset":3,"value":'
+        + b"[" * DEEP + b"]" * DEEP + b"}": NOT_JSON,
+        b'{"topic":"db.orders","partition":0,"offset":4,"key":null}': "missing field: value",
+        b'{"topic":"db.orders","partition":"abc","offset":5,"value":"v"}':
+            "partition is not an integer",
+    }  # fmt: skip
+    lines = [good[0].encode(), *list(bad)[:4], good[1].encode(), *list(bad)[4:], good[2].encode()]
+    (landing / "mixed.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    logged: list[str] = []
+
+    [report] = ingest(spark, empty_lake, config, log=logged.append)
+
+    assert bronze_rows(spark, "files") == sorted(
+        [
+            ("db.orders", 0, 0, '{"id":1}', '{"op":"c","after":{"id":1}}'),
+            ("db.orders", 0, 1, '{"id":1}', None),
+            ("db.orders", 1, 0, "k2", '{"op":"u"}'),
+        ],
+        key=repr,
+    )
+    # raw keeps the line as text; the binary line's invalid bytes read as U+FFFD
+    expected_bad = sorted(
+        ((reason, raw.decode("utf-8", errors="replace")) for raw, reason in bad.items()),
+        key=repr,
+    )
+    assert quarantine_rows(spark, "files") == expected_bad
+    assert (report.read, report.landed, report.quarantined) == (10, 3, 7)
+    assert logged == ["bronze files: batch 0: read 10, landed 3, quarantined 7"]
+
+    # caught up: a second run reads nothing; a new file lands alone
+    [again] = ingest(spark, empty_lake, config, log=logged.append)
+    assert (again.read, len(again.batches)) == (0, 0)
+    (landing / "more.jsonl").write_text(record_line("db.orders", 0, 9, {"op": "d"}) + "\n")
+    [more] = ingest(spark, empty_lake, config, log=logged.append)
+    assert (more.read, more.landed) == (1, 1)
+    assert len(bronze_rows(spark, "files")) == 4
+    assert ("db.orders", 0, 9, None, '{"op":"d"}') in bronze_rows(spark, "files")
