@@ -10,6 +10,18 @@ from pyspark.sql import functions as F
 from pyspark_jobs.bronze.landing_records import parse_landing_lines
 from pyspark_jobs.config import Source
 
+# Unreachable brokers must end the run with an error, not hang it. Spark asks the brokers
+# for offsets through an admin client that waits up to `kafka.default.api.timeout.ms`
+# (Kafka's default: 60 s) and retries `fetchOffset.numRetries` times (Spark's default: 3),
+# so a dead bootstrap server would take minutes. These bound it to about
+# (numRetries + 1) x api timeout; a source's `options` override them.
+KAFKA_DEFAULTS = {
+    "kafka.default.api.timeout.ms": "20000",
+    "kafka.request.timeout.ms": "10000",
+    "fetchOffset.numRetries": "2",
+    "fetchOffset.retryIntervalMs": "500",
+}
+
 
 def read_landing_files(spark: SparkSession, source: Source, max_files_per_batch: int) -> DataFrame:
     """Stream the JSON-lines landing files of a source (``*.jsonl`` under its folder)."""
@@ -45,7 +57,7 @@ def read_kafka(spark: SparkSession, source: Source, max_offsets_per_batch: int) 
         reader = reader.option("subscribe", ",".join(kafka.topics))
     else:
         reader = reader.option("subscribePattern", kafka.topic_pattern)
-    for key, value in kafka.options.items():
+    for key, value in {**KAFKA_DEFAULTS, **kafka.options}.items():
         reader = reader.option(key, value)
     records = reader.load()
     value_text = F.expr("try_validate_utf8(value)")
@@ -60,7 +72,7 @@ def read_kafka(spark: SparkSession, source: Source, max_offsets_per_batch: int) 
         key_text.cast("string").alias("key"),
         value_text.cast("string").alias("value"),
         F.lit(None).cast("string").alias("landing_file"),
-        F.when(bad_value | bad_key, F.base64(F.coalesce("value", "key"))).alias("raw"),
+        F.when(bad_value, F.base64("value")).when(bad_key, F.base64("key")).alias("raw"),
         F.when(bad_value, F.lit("value is not valid UTF-8"))
         .when(bad_key, F.lit("key is not valid UTF-8"))
         .alias("problem"),
