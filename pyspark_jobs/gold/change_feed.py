@@ -30,9 +30,10 @@ def applied_versions(spark: SparkSession) -> DataFrame:
 
 
 def changes_between(spark: SparkSession, after_version: int, up_to_version: int) -> DataFrame:
-    """Change-log rows committed in versions ``(after_version, up_to_version]``."""
+    """Change-log rows committed in versions ``(after_version, up_to_version]``, with the
+    ``_commit_version`` that added each (tables further along filter on it)."""
     if after_version >= up_to_version:
-        return spark.table(CHANGE_LOG_TABLE).limit(0)
+        return spark.table(CHANGE_LOG_TABLE).withColumn("_commit_version", F.lit(0).cast("bigint")).limit(0)
     return (
         spark.read.format("delta")
         .option("readChangeFeed", "true")
@@ -40,14 +41,22 @@ def changes_between(spark: SparkSession, after_version: int, up_to_version: int)
         .option("endingVersion", up_to_version)
         .table(CHANGE_LOG_TABLE)
         .where(F.col("_change_type") == "insert")
-        .drop("_change_type", "_commit_version", "_commit_timestamp")
+        .drop("_change_type", "_commit_timestamp")
     )
 
 
-def record_progress(spark: SparkSession, table_name: str, silver_version: int) -> None:
-    """Remember that ``table_name`` reflects the change log up to ``silver_version``."""
+def change_log_as_of(spark: SparkSession, version: int) -> DataFrame:
+    """The whole change log as of ``version``: the full history the re-folds read."""
+    return spark.read.format("delta").option("versionAsOf", version).table(CHANGE_LOG_TABLE)
+
+
+def record_progress(spark: SparkSession, table_names: list[str], silver_version: int) -> None:
+    """Remember that ``table_names`` reflect the change log up to ``silver_version``
+    (one commit for all tables of a run)."""
+    if not table_names:
+        return
     spark.createDataFrame(
-        [(table_name, silver_version)], "table_name string, silver_version bigint"
+        [(t, silver_version) for t in table_names], "table_name string, silver_version bigint"
     ).withColumn("applied_at", F.current_timestamp()).write.format("delta").mode(
         "append"
     ).saveAsTable(PROGRESS_TABLE)

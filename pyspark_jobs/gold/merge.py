@@ -9,7 +9,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import Entity
-from pyspark_jobs.gold.tables import TOMBSTONES_TABLE, gold_table_name
+from pyspark_jobs.gold.tables import CAST_FAILURES_TABLE, TOMBSTONES_TABLE, gold_table_name
 from pyspark_jobs.gold.typed_values import cast_failed, cast_value, key_columns
 
 
@@ -20,8 +20,6 @@ class MergeMetrics:
     inserted: int
     updated: int
     deleted: int
-    files_added: int
-    files_removed: int
 
 
 def typed_rows(net: DataFrame, entity: Entity) -> DataFrame:
@@ -30,11 +28,16 @@ def typed_rows(net: DataFrame, entity: Entity) -> DataFrame:
         cast_value(F.col("_image")[c], entity.columns[c]).alias(c) for c in entity.value_columns
     ]
     failures = [
-        F.when(cast_failed(F.col("_image")[c], entity.columns[c]), F.lit(c))
+        F.when(
+            cast_failed(F.col("_image")[c], entity.columns[c]),
+            F.struct(F.lit(c).alias("column_name"), F.col("_image")[c].alias("raw_value")),
+        )
         for c in entity.value_columns
     ]
     cast_errors: Column = (
-        F.filter(F.array(*failures), lambda x: x.isNotNull()) if failures else F.array()
+        F.filter(F.array(*failures), lambda x: x.isNotNull())
+        if failures
+        else F.array().cast("array<struct<column_name: string, raw_value: string>>")
     )
     return net.select(
         *key_columns(F.col("_record_key"), entity),
@@ -92,23 +95,26 @@ def merge_into_gold(spark: SparkSession, rows: DataFrame, entity: Entity) -> Mer
             .whenMatchedUpdate(condition="s._live", set=assign)
             .whenNotMatchedInsert(condition="s._live", values=assign)
         )
-    merge.execute()
-    metrics = target.history(1).select("operationMetrics").first()[0]  # type: ignore[index]
+    # execute() returns the row counts itself: no history() read of the Delta log.
+    result = merge.execute().first()
+    counts = result.asDict() if result is not None else {}
 
     def metric(name: str) -> int:
-        return int(metrics.get(name, 0) or 0)
+        return int(counts.get(name, 0) or 0)
 
     return MergeMetrics(
-        inserted=metric("numTargetRowsInserted"),
-        updated=metric("numTargetRowsUpdated"),
-        deleted=metric("numTargetRowsDeleted"),
-        files_added=metric("numTargetFilesAdded"),
-        files_removed=metric("numTargetFilesRemoved"),
+        inserted=metric("num_inserted_rows"),
+        updated=metric("num_updated_rows"),
+        deleted=metric("num_deleted_rows"),
     )
 
 
 def merge_tombstones(spark: SparkSession, rows: DataFrame, entity: Entity) -> None:
-    """Record the deletes (and row-deletion times) of ``rows`` as tombstones."""
+    """Record the deletes (and row-deletion times) of ``rows`` as tombstones.
+
+    ``rows`` may be a refold family's states: their tombstones are informational, the
+    full history in silver is what keeps their deleted keys deleted.
+    """
     tombs = rows.where(F.col("_tomb_seq").isNotNull()).select(
         F.lit(entity.table).alias("table_name"),
         F.col("_record_key").alias("record_key"),
@@ -133,3 +139,23 @@ def expire_tombstones(spark: SparkSession, retention_days: int) -> None:
     DeltaTable.forName(spark, TOMBSTONES_TABLE).delete(
         F.col("recorded_at") < F.expr(f"current_timestamp() - make_interval(0, 0, 0, {int(retention_days)})")
     )
+
+
+def record_cast_failures(spark: SparkSession, rows: DataFrame, entity: Entity) -> None:
+    """Append every value of ``rows`` that does not cast to its declared type, with its
+    key and change, to ``lakehouse.gold_cast_failures`` (the row is kept with a null)."""
+    declared = F.create_map(*[F.lit(x) for c, t in entity.columns.items() for x in (c, t)])
+    rows.where(F.size("_cast_errors") > 0).select(
+        F.lit(entity.table).alias("table_name"),
+        F.col("_record_key").alias("record_key"),
+        F.explode("_cast_errors").alias("e"),
+        F.col("_change_id").alias("change_id"),
+    ).select(
+        "table_name",
+        "record_key",
+        "e.column_name",
+        "e.raw_value",
+        declared[F.col("e.column_name")].alias("declared_type"),
+        "change_id",
+        F.current_timestamp().alias("recorded_at"),
+    ).write.format("delta").mode("append").saveAsTable(CAST_FAILURES_TABLE)

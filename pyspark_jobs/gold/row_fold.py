@@ -5,6 +5,12 @@ changes of a key is its last one: the fold is order-free and idempotent. The key
 current gold row and its tombstone take part with their own ``seq``, so a change older
 than what the table already reflects (or than a delete) loses, and a change already
 applied (equal ``seq``) changes nothing.
+
+A ``truncate`` (``record_key`` ``{}``) is a delete, at its ``seq``, of every key gold
+holds or the batch touches; a row written after it (higher ``seq``) stays. Its tombstone
+is kept under the table-wide key ``{}`` and guards every key, so a late change older than
+the truncate cannot bring a row back. This compares ``seq`` across keys, which holds for
+sources whose ``seq`` is table-wide (log positions, commit times).
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.gold.net_state import as_net_state
 
-FULL_ROW_OPS = ("upsert", "delete")
+FULL_ROW_OPS = ("upsert", "delete", "truncate")
+TABLE_WIDE_KEY = "{}"
 
 
 def fold_rows(changes: DataFrame, current: DataFrame, tombstones: DataFrame) -> DataFrame:
@@ -33,18 +40,37 @@ def fold_rows(changes: DataFrame, current: DataFrame, tombstones: DataFrame) -> 
         F.col("source").alias("_source"),
         F.col("event_ts").alias("_event_ts"),
     )
-    touched = new.select("_record_key").distinct()
+    is_truncate = (F.col("_record_key") == TABLE_WIDE_KEY) & (F.col("op") == "truncate")
+    truncates = new.where(is_truncate).drop("_record_key")
+    rows = new.where(F.col("_record_key") != TABLE_WIDE_KEY)
+    # A truncate touches every key gold holds (the semi join is empty without one).
+    everything = (
+        current.select("_record_key", F.lit(1).alias("_j"))
+        .join(truncates.select(F.lit(1).alias("_j")).limit(1), "_j", "left_semi")
+        .drop("_j")
+    )
+    touched = rows.select("_record_key").unionByName(everything).distinct()
+    truncated = touched.crossJoin(truncates).withColumn("op", F.lit("delete"))
     # On a seq tie the state already in gold wins: re-applying a change is a no-op.
     known = current.join(touched, "_record_key").select(
         "_record_key", "_seq", F.lit(1).alias("_rank"), F.lit("current").alias("op")
     )
+    tombs = tombstones.select(F.col("record_key").alias("_record_key"), F.col("seq").alias("_seq"))
+    table_tomb = tombs.where(F.col("_record_key") == TABLE_WIDE_KEY)
     deleted = (
-        tombstones.select(F.col("record_key").alias("_record_key"), F.col("seq").alias("_seq"))
-        .join(touched, "_record_key")
+        tombs.join(touched, "_record_key")
+        .unionByName(touched.crossJoin(table_tomb.select("_seq")))
+        .unionByName(table_tomb)
         .select("_record_key", "_seq", F.lit(1).alias("_rank"), F.lit("tombstone").alias("op"))
     )
-    candidates = new.unionByName(known, allowMissingColumns=True).unionByName(
-        deleted, allowMissingColumns=True
+    # The truncate itself competes with the table-wide tombstone kept so far: a newer one
+    # comes out as a deleted state of key {} and becomes the new table-wide tombstone.
+    table_wide = new.where(is_truncate)
+    candidates = (
+        rows.unionByName(truncated)
+        .unionByName(known, allowMissingColumns=True)
+        .unionByName(deleted, allowMissingColumns=True)
+        .unionByName(table_wide, allowMissingColumns=True)
     )
     winners = (
         candidates.groupBy("_record_key")

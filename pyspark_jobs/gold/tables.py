@@ -16,6 +16,7 @@ from pyspark_jobs.config import Entity
 GOLD_SCHEMA = "gold"
 TOMBSTONES_TABLE = "lakehouse.gold_tombstones"
 PROGRESS_TABLE = "lakehouse.gold_progress"
+CAST_FAILURES_TABLE = "lakehouse.gold_cast_failures"
 
 SEQ_TYPE = "array<bigint>"
 CELL_TS_TYPE = "map<string, bigint>"
@@ -50,7 +51,7 @@ def gold_columns(entity: Entity) -> list[tuple[str, str]]:
     return declared + list(METADATA_COLUMNS) + extra
 
 
-def _quote(identifier: str) -> str:
+def quote(identifier: str) -> str:
     # Identifiers come from validated config (see config._IDENTIFIER), never from messages.
     return f"`{identifier}`"
 
@@ -61,16 +62,16 @@ def ensure_gold_table(spark: SparkSession, entity: Entity) -> None:
     name = gold_table_name(entity)
     wanted = gold_columns(entity)
     if not spark.catalog.tableExists(name):
-        cols = ",\n    ".join(f"{_quote(c)} {t}" for c, t in wanted)
+        cols = ",\n    ".join(f"{quote(c)} {t}" for c, t in wanted)
         spark.sql(
             f"create table {name} (\n    {cols}\n) using delta "
-            "tblproperties (delta.enableChangeDataFeed = true)"
+            "tblproperties (delta.enableChangeDataFeed = true, delta.enableDeletionVectors = true)"
         )
         return
     existing = {f.name.lower() for f in spark.table(name).schema.fields}
     missing = [(c, t) for c, t in wanted if c.lower() not in existing]
     if missing:
-        added = ", ".join(f"{_quote(c)} {t}" for c, t in missing)
+        added = ", ".join(f"{quote(c)} {t}" for c, t in missing)
         spark.sql(f"alter table {name} add columns ({added})")
 
 
@@ -89,6 +90,20 @@ def ensure_state_tables(spark: SparkSession) -> None:
             recorded_at timestamp not null
         ) using delta
         comment 'Deleted keys, so a late older change cannot resurrect them'
+        """
+    )
+    spark.sql(
+        f"""
+        create table if not exists {CAST_FAILURES_TABLE} (
+            table_name string not null,
+            record_key string not null,
+            column_name string not null,
+            raw_value string comment 'the value text that does not cast',
+            declared_type string,
+            change_id string comment 'the change that decided the row',
+            recorded_at timestamp not null
+        ) using delta
+        comment 'Values gold could not cast to the declared type (stored as null)'
         """
     )
     spark.sql(

@@ -1,0 +1,69 @@
+"""Which change-log rows make up a key's full history, for the folds that re-fold it.
+
+Ops that do not commute (TigerGraph attribute ops, entity-patch ops) cannot be applied
+on top of the current gold row when a change arrives late or twice: the key is re-folded
+from every change silver holds for it. An event is one such change as the fold sees it:
+``_record_key``, ``seq``, ``change_id``, ``op``, ``changes``, ``row_image``, ``source``,
+``event_ts``. A truncate (``record_key`` ``{}``) becomes a delete event of every key the
+table has seen, at the truncate's ``seq``: a key written after it lives on.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+EVENT_COLUMNS = ("_record_key", "seq", "change_id", "op", "changes", "row_image", "source", "event_ts")
+TABLE_WIDE_KEY = "{}"
+
+
+def as_events(rows: DataFrame) -> DataFrame:
+    """Change-log rows as events (``record_key`` becomes ``_record_key``)."""
+    return rows.select(F.col("record_key").alias("_record_key"), *EVENT_COLUMNS[1:])
+
+
+def expand_truncates(events: DataFrame) -> DataFrame:
+    """Replace each table-wide truncate by a delete of every key among ``events``."""
+    keyed = events.where(F.col("_record_key") != TABLE_WIDE_KEY)
+    truncates = events.where(
+        (F.col("_record_key") == TABLE_WIDE_KEY) & (F.col("op") == "truncate")
+    ).drop("_record_key")
+    keys = keyed.select("_record_key").distinct()
+    deletes = keys.crossJoin(truncates).withColumn("op", F.lit("delete"))
+    return keyed.unionByName(deletes)
+
+
+def affected_events(events: DataFrame, new_change_ids: DataFrame) -> DataFrame:
+    """The full history of every key that has at least one new event.
+
+    ``new_change_ids``: ``change_id`` of the change-log rows not applied yet. Events
+    derived from a change (a cascade, a truncate's deletes) carry its ``change_id``, so a
+    new vertex delete also marks the edges it deletes.
+    """
+    keys = (
+        events.join(F.broadcast(new_change_ids.distinct()), "change_id", "left_semi")
+        .select("_record_key")
+        .distinct()
+    )
+    # A change counts once per key even if it reached the log twice (a defence in depth:
+    # silver already keeps one row per change_id).
+    return events.join(keys, "_record_key", "left_semi").dropDuplicates(["_record_key", "change_id"])
+
+
+def sorted_history(events: DataFrame) -> DataFrame:
+    """``_record_key``, ``h``: each key's events in ``seq`` order (``change_id`` breaks
+    ties, so every run folds them the same way)."""
+
+    def order(a: Column, b: Column) -> Column:
+        # Maps (``changes``) are not comparable, so compare (seq, change_id) only.
+        x, y = F.struct(a["seq"], a["change_id"]), F.struct(b["seq"], b["change_id"])
+        return F.when(x < y, -1).when(x > y, 1).otherwise(0)
+
+    return events.groupBy("_record_key").agg(
+        F.array_sort(
+            F.collect_list(
+                F.struct("seq", "change_id", "op", "changes", "row_image", "source", "event_ts")
+            ),
+            order,
+        ).alias("h")
+    )
