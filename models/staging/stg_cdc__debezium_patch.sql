@@ -8,7 +8,9 @@
     op 'patch' with changes = {path: {op, value, ts: null}}, keyed {"entity": <entity id>}
     in the entity named by `collection`. seq [begun, request, part, op_index] orders them
     per entity; the position client:request:part:op_index identifies a redelivery.
-    A null value (compaction) changes nothing.
+    A patch applies whole or not at all: when one op of a message is invalid, every op of
+    that message is rejected with the first op's problem. A null value (compaction)
+    changes nothing.
 #}
 with
 
@@ -40,7 +42,35 @@ ops as (
         get_json_object(patch.op_doc, '$.path') as patch_path,
         get_json_object(patch.op_doc, '$.value') as patch_value
     from fields
-    lateral view outer posexplode(ops) patch as op_index, op_doc
+        lateral view outer posexplode(ops) patch as op_index, op_doc
+),
+
+checked as (
+    select
+        *,
+        case
+            when value is null then null
+            when value_fields is null then 'value is not a JSON object'
+            when ops is null or size(ops) = 0 then 'no ops'
+            when patch_op is null then 'no op field'
+            when patch_op not in ('add', 'remove', 'replace')
+                then concat('unknown op code: ', patch_op)
+            when patch_path is null or patch_path = '' then 'patch op without a path'
+            when client_id is null or request is null then 'no request id (clientid, request)'
+        end as op_problem
+    from ops
+),
+
+whole_patch as (
+    select
+        *,
+        {# The message's first problem, on every one of its ops. #}
+        first_value(op_problem, true) over (
+            partition by source, topic, `partition`, `offset`
+            order by op_index
+            rows between unbounded preceding and unbounded following
+        ) as patch_problem
+    from checked
 ),
 
 final as (
@@ -74,16 +104,7 @@ final as (
             else concat_ws(':', {{ kafka_position() }}, cast(op_index as string))
         end as position,
         value is null as is_noop,
-        case
-            when value is null then null
-            when value_fields is null then 'value is not a JSON object'
-            when ops is null or size(ops) = 0 then 'no ops'
-            when patch_op is null then 'no op field'
-            when patch_op not in ('add', 'remove', 'replace')
-                then concat('unknown op code: ', patch_op)
-            when patch_path is null or patch_path = '' then 'patch op without a path'
-            when client_id is null or request is null then 'no request id (clientid, request)'
-        end as problem,
+        patch_problem as problem,
         topic,
         `partition`,
         `offset`,
@@ -91,7 +112,7 @@ final as (
         ingested_at,
         batch_id,
         bronze_commit_version
-    from ops
+    from whole_patch
 )
 
 select * from final

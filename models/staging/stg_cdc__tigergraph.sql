@@ -105,8 +105,11 @@ final as (
                 then concat('unknown op code: ', coalesce(message_type, '(no type)'), ' ', operator)
             when mid is null then 'no mid'
             when mid_seq is null then concat('mid does not have 4 or 5 numeric parts: ', mid)
-            when change_op in ('patch', 'insert_if_absent') and content is not null
-                and attributes is null then 'content is not an object of attribute changes'
+            when
+                change_op in ('patch', 'insert_if_absent')
+                and content is not null
+                and attributes is null
+                then 'content is not an object of attribute changes'
             when change_op in ('patch', 'insert_if_absent') and exists(
                 map_values(attributes),
                 change -> coalesce(get_json_object(change, '$.op'), '') not in (
