@@ -1,0 +1,116 @@
+"""Exactly once under ``kill -9``: the real CLI killed again and again, then run to the end."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pyspark_jobs.config import load_config
+from tests.bronze.conftest import record_line, write_config
+from tests.bronze.processes import Lakehouse, _group_alive
+
+FILES = 30
+BATCH_LINE = "bronze files: batch"
+
+
+def _jvm_started(proc: Lakehouse) -> bool:
+    """Whether the Spark JVM (a `java` child in the group) is running."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name, fields = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
+        if name == "java" and int(fields[2]) == proc.proc.pid:
+            return True
+    return False
+
+
+def _after_jvm_start(proc: Lakehouse) -> None:
+    deadline = time.monotonic() + 60
+    while not _jvm_started(proc) and time.monotonic() < deadline and proc.proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(3.0)  # metastore and tables being set up, stream starting
+
+
+def _after_batches(count: int, extra: float) -> Callable[[Lakehouse], None]:
+    def wait(proc: Lakehouse) -> None:
+        seen = 0
+
+        def enough(line: str) -> bool:
+            return BATCH_LINE in line
+
+        deadline = time.monotonic() + 120
+        while seen < count and time.monotonic() < deadline and proc.proc.poll() is None:
+            seen = sum(1 for line in list(proc.lines) if enough(line))
+            time.sleep(0.05)
+        time.sleep(extra)
+
+    return wait
+
+
+# Where each kill lands: during Python start-up, right after the JVM comes up (tables,
+# checkpoint), right after a batch's line (between batches / early in the next one), and
+# at varied points inside later batches.
+KILLS: list[tuple[str, Callable[[Lakehouse], None]]] = [
+    ("python start-up", lambda proc: time.sleep(1.0)),
+    ("after JVM start", _after_jvm_start),
+    ("right after batch 1", _after_batches(1, 0.0)),
+    ("inside a batch", _after_batches(1, 0.7)),
+    ("after 2 batches, later in the next", _after_batches(2, 1.5)),
+    ("after 3 batches", _after_batches(3, 0.3)),
+]
+
+
+def test_kill_9_at_any_point_loses_and_duplicates_nothing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    expected = []
+    for n in range(FILES):
+        value = {"op": "c", "after": {"id": n}}
+        lines = [record_line("db.t", n % 2, n, value, {"id": n})]
+        expected.append(("db.t", n % 2, n, f'{{"op":"c","after":{{"id":{n}}}}}'))
+        if n % 10 == 0:  # a tombstone now and then
+            lines.append(record_line("db.t", n % 2, 1000 + n, None, {"id": n}))
+            expected.append(("db.t", n % 2, 1000 + n, None))
+        if n == 7:
+            lines.append('{"topic":"db.t","partition":0,"offset":"x","value":null}')
+        (landing / f"{n:03d}.jsonl").write_text("".join(f"{line}\n" for line in lines))
+    config = write_config(tmp_path, [{"name": "files", "landing": str(landing)}])
+    load_config(config)  # the file is valid
+    lake = tmp_path / "lake"
+
+    kills: list[str] = []
+    started = time.monotonic()
+    for where, wait in KILLS:
+        proc = Lakehouse(lake, config, "ingest", "--max-per-batch", "1")
+        wait(proc)
+        if proc.proc.poll() is not None:  # finished before the kill: nothing left to kill
+            assert proc.finish(10) == 0, proc.errors[-5:]
+            break
+        proc.kill_group()
+        kills.append(f"{where} after {len([x for x in proc.lines if BATCH_LINE in x])} lines")
+        assert not _group_alive(proc.proc.pid)
+
+    final = Lakehouse(lake, config, "ingest", "--max-per-batch", "1")
+    assert final.finish(timeout=300) == 0, final.errors[-10:]
+    assert len(kills) >= 5, kills
+    print(f"kills: {kills}; total {time.monotonic() - started:.0f} s")
+
+    raw = spark.read.format("delta").load(str(lake / "warehouse" / "bronze.db" / "cdc_raw"))
+    got = sorted(
+        (tuple(r) for r in raw.select("topic", "partition", "offset", "value").collect()),
+        key=repr,
+    )
+    assert got == sorted(expected, key=repr)  # every record, each exactly once
+    quarantine = spark.read.format("delta").load(
+        str(lake / "warehouse" / "bronze.db" / "cdc_quarantine")
+    )
+    assert [tuple(r) for r in quarantine.select("reason").collect()] == [
+        ("offset is not an integer",)
+    ]
