@@ -39,7 +39,7 @@ from pyspark_jobs.settings import Settings
 __all__ = ["LandingError", "SourceIngest", "ingest", "ingest_locks"]
 
 # How often the driver looks at the queries for new progress (seconds).
-_POLL_SECONDS = 1.0
+_POLL_SECONDS = 1
 
 
 class LandingError(RuntimeError):
@@ -151,22 +151,27 @@ def _wait(
     log: Callable[[str], None],
     stop: threading.Event,
 ) -> None:
-    """Wait for every query to end (or ``stop``), printing each batch's line as it appears."""
-    pending = list(queries)
+    """Wait for every query to end (or ``stop``), printing each batch's line as it appears.
+
+    Every query is checked on each pass, so one source failing ends the run even while
+    another (``--every``) would run forever.
+    """
+    pending = [query for query, _ in queries]
     while pending:
         if stop.is_set():
             log("bronze: stop requested, stopping after the batch in flight")
-            for query, _ in pending:
-                query.stop()  # waits for the running batch; its offsets then commit
+            for query in pending:
+                query.stop()
             pending = []
             continue
-        query, _ = pending[0]
-        finished = query.awaitTermination(_POLL_SECONDS)
-        for q, r in queries:
-            for line in new_lines(r, q.recentProgress):
+        pending[0].awaitTermination(_POLL_SECONDS)
+        for query, report in queries:
+            for line in new_lines(report, query.recentProgress):
                 log(line)
-        if finished:
-            pending.pop(0)
+        for query in list(pending):
+            if not query.isActive:
+                query.awaitTermination()  # raises the query's error, if it failed
+                pending.remove(query)
     for _, report in queries:
         for line in remaining_lines(report):
             log(line)
@@ -199,7 +204,7 @@ def ingest(
         ensure_bronze_tables(spark)
         started: list[tuple[StreamingQuery, SourceIngest]] = []
         try:
-            for source, report in zip(sources, reports):
+            for source, report in zip(sources, reports, strict=True):
                 checkpoint = settings.checkpoint_dir / "bronze" / source.name
                 writer = (
                     _stream(spark, source, max_per_batch)

@@ -9,7 +9,7 @@ are written by the stream thread before the next batch starts, so reading
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,8 +70,12 @@ def batch_line(report: SourceIngest, batch_id: int) -> str:
     return line
 
 
-def new_lines(report: SourceIngest, progresses: list[Mapping[str, Any]]) -> list[str]:
-    """Lines for batches written and reported by the query since the last call."""
+def new_lines(report: SourceIngest, progresses: Sequence[Any]) -> list[str]:
+    """Lines for batches written and reported by the query since the last call.
+
+    ``progresses`` is ``query.recentProgress``: PySpark's progress objects read like the
+    JSON report (``progress["batchId"]``).
+    """
     lines = []
     for progress in progresses:
         batch_id = int(progress["batchId"])

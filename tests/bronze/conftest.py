@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.config import LakehouseConfig, load_config
 
+
 def write_config(folder: Path, sources: Sequence[dict[str, Any]]) -> Path:
     """Write ``folder/config/sources.yml``; each source gets a one-column entity."""
     entries = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -39,8 +40,8 @@ class Lakehouse:
         self.lines: list[str] = []
         self.errors: list[str] = []
         self._readers = [
-            threading.Thread(target=self._collect, args=(self.proc.stdout, self.lines), daemon=True),
-            threading.Thread(target=self._collect, args=(self.proc.stderr, self.errors), daemon=True),
+            threading.Thread(target=self._collect, args=(stream, into), daemon=True)
+            for stream, into in ((self.proc.stdout, self.lines), (self.proc.stderr, self.errors))
         ]
         for reader in self._readers:
             reader.start()
@@ -63,10 +64,8 @@ class Lakehouse:
 
     def kill_group(self) -> None:
         """SIGKILL the Python process and its JVM, and wait until both are gone."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(timeout=30)
         deadline = time.monotonic() + 30
         while _group_alive(self.proc.pid) and time.monotonic() < deadline:

@@ -40,7 +40,7 @@ FIRST = {
     "cdc.graph": [
         (b'{"id":7}', CASSANDRA, 0),
         (b"p1", TIGERGRAPH, 1),
-        (None, b"  {\"spaced\" : true}  ", 1),  # kept with its spaces, null key
+        (None, b'  {"spaced" : true}  ', 1),  # kept with its spaces, null key
     ],
 }
 SECOND = {"cdc.graph": [(b"p2", b'{"vertices":[]}', 0), (b"p1", None, 1)]}
@@ -66,7 +66,7 @@ def _produce(broker: KafkaBroker, batch: dict, produced: dict) -> None:
     for topic, records in batch.items():
         coords = broker.produce(topic, records)
         produced.setdefault(topic, []).extend(
-            (p, o, k, v) for (p, o), (k, v, _) in zip(coords, records)
+            (p, o, k, v) for (p, o), (k, v, _) in zip(coords, records, strict=True)
         )
 
 

@@ -19,15 +19,24 @@ GOOD = [
         '{"op":"c","after":{"id":1,"price":1.50,"name":"Jos\\u00e9"}}',
     ),
     # a Kafka tombstone: the record exists, its value is null
-    ('{"topic":"t","partition":0,"offset":1,"timestamp":null,"key":{"id":1},"value":null}',
-     '{"id":1}', None),
+    (
+        '{"topic":"t","partition":0,"offset":1,"timestamp":null,"key":{"id":1},"value":null}',
+        '{"id":1}',
+        None,
+    ),
     # string-encoded value: the decoded string, exactly (escapes resolved, nothing else)
-    ('{"topic":"t","partition":1,"offset":7,"key":"k\\u00e9","value":"{\\"op\\": \\"d\\"}"}',
-     "k\u00e9", '{"op": "d"}'),
+    (
+        '{"topic":"t","partition":1,"offset":7,"key":"k\\u00e9","value":"{\\"op\\": \\"d\\"}"}',
+        "k\u00e9",
+        '{"op": "d"}',
+    ),
     # spacing inside the document and a nested "value" field (Cassandra cells) kept as is
-    ('{"topic":"t","partition":1,"offset":8,"key":{"id":{"value":2}},'
-     '"value": {"after": {"id": {"value": 2, "set": true}}, "ts": 1e3} }',
-     '{"id":{"value":2}}', '{"after": {"id": {"value": 2, "set": true}}, "ts": 1e3}'),
+    (
+        '{"topic":"t","partition":1,"offset":8,"key":{"id":{"value":2}},'
+        '"value": {"after": {"id": {"value": 2, "set": true}}, "ts": 1e3} }',
+        '{"id":{"value":2}}',
+        '{"after": {"id": {"value": 2, "set": true}}, "ts": 1e3}',
+    ),
     # value not last: Spark's compact rendering (documented)
     ('{"value":[1, 2],"topic":"t","partition":2,"offset":0}', None, "[1,2]"),
 ]
@@ -45,13 +54,17 @@ BAD = [
     ('{"topic":"t","partition":"abc","offset":7,"value":"v"}', "partition is not an integer"),
     ('{"topic":"t","partition":0,"offset":1.5,"value":"v"}', "offset is not an integer"),
     ('{"topic":null,"partition":0,"offset":8,"value":"v"}', "topic is not a string"),
-    ('{"topic":"t","partition":0,"offset":9,"timestamp":"noon","value":"v"}',
-     "timestamp is not epoch milliseconds"),
+    (
+        '{"topic":"t","partition":0,"offset":9,"timestamp":"noon","value":"v"}',
+        "timestamp is not epoch milliseconds",
+    ),
 ]
 
 
 def _parse(spark: SparkSession, lines: list[str]) -> list[tuple]:
-    frame = spark.createDataFrame([(line, "f.jsonl") for line in lines], "line string, landing_file string")
+    frame = spark.createDataFrame(
+        [(line, "f.jsonl") for line in lines], "line string, landing_file string"
+    )
     return [
         (r.raw, r.topic, r.partition, r.offset, r.key, r.value, r.problem)
         for r in parse_landing_lines(frame).collect()
