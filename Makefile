@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test bench lint format dbt-run dbt-test dbt-docs clean constraints
+.PHONY: help setup setup-test run test report bench lint format dbt-run dbt-test dbt-docs clean constraints
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -29,8 +29,14 @@ $(SETUP_STAMP): pyproject.toml constraints.txt scripts/fetch_jars.sh scripts/fet
 run: setup ## run the whole pipeline on the bundled samples (data/samples)
 	$(BIN)/lakehouse run
 
-test: setup ## run the test suite
+setup-test: setup ## also install what the tests need beyond Python (headless Chromium)
+	bash scripts/install_chromium.sh
+
+test: setup-test ## run the test suite
 	$(BIN)/python -m pytest
+
+report: setup ## build the data-quality report (Data Docs + run summary) and print its path
+	$(BIN)/lakehouse report
 
 bench: setup ## measure the pipeline on generated data (not part of `make test`)
 	$(BIN)/python -m benchmarks.run

@@ -97,6 +97,41 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
     return run_pipeline(ctx.spark, ctx.settings, ctx.config, log=_log)
 
 
+def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
+    from pyspark_jobs.pipeline import gate_failure_message, write_run_report
+    from pyspark_jobs.quality.gates import run_gate
+    from pyspark_jobs.run_summary import RunSummary, format_summary
+
+    summary = RunSummary(command=f"validate --layer {args.layer}")
+    gate = run_gate(ctx.spark, ctx.settings, ctx.config, args.layer)
+    summary.gates[args.layer] = gate.as_dict()
+    summary.timings[f"{args.layer} gate"] = gate.seconds
+    summary.finish("succeeded" if gate.success else f"stopped by the {args.layer} gate")
+    summary.save(ctx.settings.state_dir / "runs")
+    _log(format_summary(summary))
+    report = write_run_report(ctx.settings)
+    if not gate.success:
+        _log(gate_failure_message(gate, report))
+        return EXIT_FAILED
+    _log(f"report: {report}")
+    return 0
+
+
+def cmd_report(ctx: Context, args: argparse.Namespace) -> int:
+    from pyspark_jobs.pipeline import write_run_report
+    from pyspark_jobs.quality import gx_context
+    from pyspark_jobs.quality.report import serve
+
+    # Data Docs from the stored validation results: no Spark needed.
+    gx_context.build_docs(gx_context.open_context(ctx.settings.reports_dir))
+    report = write_run_report(ctx.settings)
+    _log(f"report: {report}")
+    _log(f"data docs: {gx_context.data_docs_index(ctx.settings.reports_dir)}")
+    if args.serve:
+        serve(ctx.settings.reports_dir, args.port)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lakehouse",
@@ -164,6 +199,28 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run every layer in one Spark session and print the run summary.",
     )
     run.set_defaults(handler=cmd_run)
+
+    validate = sub.add_parser(
+        "validate",
+        help="run one layer's quality gate on the tables as they are",
+        description="Validate one layer with its Great Expectations suites (expectations/); "
+        "exit 1 naming the failed expectations. Results go to the report under "
+        "<lake>/reports.",
+    )
+    validate.add_argument("--layer", required=True, choices=("bronze", "silver", "gold"))
+    validate.set_defaults(handler=cmd_validate)
+
+    report = sub.add_parser(
+        "report",
+        help="build the data-quality report (Data Docs + run summary) and print its path",
+        description="Rebuild GX Data Docs and <lake>/reports/index.html (latest run, gates, "
+        "trend of the last runs).",
+    )
+    report.add_argument(
+        "--serve", action="store_true", help="serve the report folder on 127.0.0.1"
+    )
+    report.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000)")
+    report.set_defaults(handler=cmd_report)
     return parser
 
 
@@ -189,7 +246,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"lakehouse {args.command}: failed: {describe(exc)}", file=sys.stderr)
         return EXIT_FAILED
-    _log(f"lakehouse {args.command}: done in {time.time() - started:.1f} s")
+    outcome = "done" if code == 0 else "failed"
+    _log(f"lakehouse {args.command}: {outcome} in {time.time() - started:.1f} s")
     return code
 
 

@@ -1,19 +1,73 @@
-"""``lakehouse run``: every layer in order in one Spark session, with its summary."""
+"""``lakehouse run``: every layer in order in one Spark session, each behind its gate.
+
+A layer is built, then validated; a failed gate stops the run before the next layer and
+the run exits 1. Nothing is rolled back: bronze and silver are append-only and gold
+applies from its own progress marker, so once the data or the threshold is fixed the
+next run continues from where this one stopped.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.gold.apply import apply_gold
+from pyspark_jobs.quality.gates import GateResult, run_gate
+from pyspark_jobs.quality.gx_context import data_docs_index
+from pyspark_jobs.quality.report import write_report
 from pyspark_jobs.run_summary import RunSummary, bronze_totals, format_summary, silver_totals
 from pyspark_jobs.settings import Settings
 from pyspark_jobs.silver.dbt_runner import run_dbt
 from pyspark_jobs.silver.entity_registry import publish_entities
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def gate_failure_message(gate: GateResult, report: str) -> str:
+    """The short message a failed gate leaves in the log: what failed, where to look."""
+    lines = [f"{gate.layer} gate FAILED; the run stopped before the next layer:"]
+    lines += [f"  - {failure}" for failure in gate.failures]
+    lines.append(f"report: {report}")
+    return "\n".join(lines)
+
+
+def _build_layers(
+    spark: SparkSession, settings: Settings, config: LakehouseConfig, log: Callable[[str], None]
+) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
+    """Each layer's build step, returning the counts the summary keeps."""
+
+    def bronze() -> dict[str, Any]:
+        ingest(spark, settings, config, log=log)
+        return bronze_totals(spark)
+
+    def silver() -> dict[str, Any]:
+        publish_entities(spark, config)
+        run_dbt(settings, ["run"])
+        return silver_totals(spark)
+
+    def gold() -> dict[str, Any]:
+        tables = apply_gold(spark, config, log=log)
+        return {
+            "rows": {t.table: t.rows for t in tables},
+            "applied": {t.table: t.changes for t in tables},
+            "cast_errors": {t.table: t.cast_errors for t in tables},
+        }
+
+    return [("bronze", bronze), ("silver", silver), ("gold", gold)]
+
+
+def write_run_report(settings: Settings) -> str:
+    """Rewrite the report page from the run summaries; its path."""
+    return str(
+        write_report(
+            settings.reports_dir, settings.state_dir / "runs", data_docs_index(settings.reports_dir)
+        )
+    )
 
 
 def run_pipeline(
@@ -22,34 +76,32 @@ def run_pipeline(
     config: LakehouseConfig,
     log: Callable[[str], None] = print,
 ) -> int:
-    """Run bronze -> silver -> gold; return the process exit code."""
+    """Run bronze -> gate -> silver -> gate -> gold -> gate; return the process exit code."""
     summary = RunSummary()
-    runs_dir = settings.state_dir / "runs"
     status = "failed"
+    failed_gate: GateResult | None = None
     try:
-        started = time.time()
-        ingest(spark, settings, config, log=log)
-        summary.layers["bronze"] = bronze_totals(spark)
-        summary.timings["bronze"] = time.time() - started
-
-        started = time.time()
-        publish_entities(spark, config)
-        run_dbt(settings, ["run"])
-        summary.layers["silver"] = silver_totals(spark)
-        summary.timings["silver"] = time.time() - started
-
-        started = time.time()
-        tables = apply_gold(spark, config, log=log)
-        summary.layers["gold"] = {
-            "rows": {t.table: t.rows for t in tables},
-            "applied": {t.table: t.changes for t in tables},
-            "cast_errors": {t.table: t.cast_errors for t in tables},
-        }
-        summary.timings["gold"] = time.time() - started
-        status = "succeeded"
+        for layer, build in _build_layers(spark, settings, config, log):
+            started = time.time()
+            summary.layers[layer] = build()
+            summary.timings[layer] = time.time() - started
+            gate = run_gate(spark, settings, config, layer)
+            summary.gates[layer] = gate.as_dict()
+            summary.timings[f"{layer} gate"] = gate.seconds
+            if not gate.success:
+                failed_gate = gate
+                status = f"stopped by the {layer} gate"
+                break
+        else:
+            status = "succeeded"
     finally:
         summary.finish(status)
-        path = summary.save(runs_dir)
+        path = summary.save(settings.state_dir / "runs")
         log(format_summary(summary))
         log(f"run summary: {path}")
-    return 0
+        report = write_run_report(settings)
+        if failed_gate is not None:
+            log(gate_failure_message(failed_gate, report))
+        else:
+            log(f"report: {report}")
+    return EXIT_OK if failed_gate is None else EXIT_FAILED

@@ -29,6 +29,7 @@ class RunSummary:
     started_at: float = field(default_factory=time.time)
     finished_at: float | None = None
     status: str = "running"
+    command: str = "run"
     layers: dict[str, dict[str, Any]] = field(default_factory=dict)
     gates: dict[str, dict[str, Any]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
@@ -82,7 +83,9 @@ def format_summary(summary: RunSummary) -> str:
     for table, rows in sorted(summary.layers.get("gold", {}).get("rows", {}).items()):
         lines.append(f"  gold    {table:<28} {rows:>8} rows")
     for layer, gate in summary.gates.items():
-        lines.append(f"  gate    {layer:<28} {'passed' if gate.get('success') else 'FAILED'}")
+        verdict = "passed" if gate.get("success") else "FAILED"
+        lines.append(f"  gate    {layer:<28} {verdict:>8}  {gate.get('seconds', 0):.1f} s")
+        lines += [f"          - {failure}" for failure in gate.get("failures", [])]
     for step, seconds in summary.timings.items():
         lines.append(f"  time    {step:<28} {seconds:>8.1f} s")
     return "\n".join(lines)
