@@ -68,9 +68,9 @@ class Lakehouse:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
         deadline = time.monotonic() + 30
-        while _group_alive(self.proc.pid) and time.monotonic() < deadline:
+        while group_alive(self.proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _group_alive(self.proc.pid), "a process of the killed group survived"
+        assert not group_alive(self.proc.pid), "a process of the killed group survived"
 
     def finish(self, timeout: float) -> int:
         """Wait for the exit code (killing the group on timeout) and the last output."""
@@ -84,7 +84,7 @@ class Lakehouse:
         return code
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     """Whether any live (non-zombie) process still belongs to process group ``pgid``."""
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

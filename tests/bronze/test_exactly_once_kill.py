@@ -6,14 +6,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import load_config
 from tests.bronze.conftest import record_line, write_config
-from tests.bronze.processes import Lakehouse, _group_alive
+from tests.bronze.processes import Lakehouse, group_alive
+from tests.support.kafka_broker import KafkaBroker
 
 FILES = 30
-BATCH_LINE = "bronze files: batch"
+
+
+def _is_batch_line(line: str) -> bool:
+    return line.startswith("bronze ") and ": batch " in line
 
 
 def _jvm_started(proc: Lakehouse) -> bool:
@@ -41,7 +46,7 @@ def _after_batches(count: int, extra: float) -> Callable[[Lakehouse], None]:
         seen = 0
 
         def enough(line: str) -> bool:
-            return BATCH_LINE in line
+            return _is_batch_line(line)
 
         deadline = time.monotonic() + 120
         while seen < count and time.monotonic() < deadline and proc.proc.poll() is None:
@@ -65,6 +70,28 @@ KILLS: list[tuple[str, Callable[[Lakehouse], None]]] = [
 ]
 
 
+def kill_repeatedly_then_finish(lake: Path, config: Path, max_per_batch: str) -> list[str]:
+    """Start ``lakehouse ingest`` and SIGKILL its process group at each point of KILLS,
+    then run it to completion (exit 0)."""
+    kills: list[str] = []
+    started = time.monotonic()
+    for where, wait in KILLS:
+        proc = Lakehouse(lake, config, "ingest", "--max-per-batch", max_per_batch)
+        wait(proc)
+        if proc.proc.poll() is not None:  # finished before the kill: nothing left to kill
+            assert proc.finish(10) == 0, proc.errors[-5:]
+            break
+        proc.kill_group()
+        kills.append(f"{where} ({sum(map(_is_batch_line, proc.lines))} batch lines)")
+        assert not group_alive(proc.proc.pid)
+
+    final = Lakehouse(lake, config, "ingest", "--max-per-batch", max_per_batch)
+    assert final.finish(timeout=300) == 0, final.errors[-10:]
+    assert len(kills) >= 5, kills
+    print(f"kills: {kills}; total {time.monotonic() - started:.0f} s")
+    return kills
+
+
 def test_kill_9_at_any_point_loses_and_duplicates_nothing(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -85,22 +112,7 @@ def test_kill_9_at_any_point_loses_and_duplicates_nothing(
     load_config(config)  # the file is valid
     lake = tmp_path / "lake"
 
-    kills: list[str] = []
-    started = time.monotonic()
-    for where, wait in KILLS:
-        proc = Lakehouse(lake, config, "ingest", "--max-per-batch", "1")
-        wait(proc)
-        if proc.proc.poll() is not None:  # finished before the kill: nothing left to kill
-            assert proc.finish(10) == 0, proc.errors[-5:]
-            break
-        proc.kill_group()
-        kills.append(f"{where} after {len([x for x in proc.lines if BATCH_LINE in x])} lines")
-        assert not _group_alive(proc.proc.pid)
-
-    final = Lakehouse(lake, config, "ingest", "--max-per-batch", "1")
-    assert final.finish(timeout=300) == 0, final.errors[-10:]
-    assert len(kills) >= 5, kills
-    print(f"kills: {kills}; total {time.monotonic() - started:.0f} s")
+    kill_repeatedly_then_finish(lake, config, "1")
 
     raw = spark.read.format("delta").load(str(lake / "warehouse" / "bronze.db" / "cdc_raw"))
     got = sorted(
@@ -114,3 +126,33 @@ def test_kill_9_at_any_point_loses_and_duplicates_nothing(
     assert [tuple(r) for r in quarantine.select("reason").collect()] == [
         ("offset is not an integer",)
     ]
+
+
+@pytest.mark.kafka
+def test_kill_9_kafka_source_loses_and_duplicates_nothing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    with KafkaBroker(tmp_path / "kafka") as broker:
+        broker.create_topic("cdc.t", partitions=2)
+        records = [
+            (f'{{"id":{n}}}'.encode(), None if n % 9 == 0 else f'{{"n":{n}}}'.encode(), n % 2)
+            for n in range(40)
+        ]
+        coords = broker.produce("cdc.t", records)
+        expected = sorted(
+            (("cdc.t", p, o, None if v is None else v.decode()) for (p, o), (_, v, _) in
+             zip(coords, records, strict=True)),
+            key=repr,
+        )  # fmt: skip
+        kafka = {"bootstrap_servers": broker.bootstrap_servers, "topics": ["cdc.t"]}
+        config = write_config(tmp_path, [{"name": "events", "kafka": kafka}])
+        lake = tmp_path / "lake"
+
+        kill_repeatedly_then_finish(lake, config, "2")
+
+    raw = spark.read.format("delta").load(str(lake / "warehouse" / "bronze.db" / "cdc_raw"))
+    got = sorted(
+        (tuple(r) for r in raw.select("topic", "partition", "offset", "value").collect()),
+        key=repr,
+    )
+    assert got == expected  # every record, each exactly once
