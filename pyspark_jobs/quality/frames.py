@@ -21,7 +21,6 @@ from pyspark_jobs.quality.definitions import CheckpointSpec
 
 CHANGE_LOG = "silver.change_log"
 REJECTS = "silver.change_log_rejects"
-KEYED = "staging.int_change_log__keyed"
 POSITION = ("source", "topic", "partition", "offset")
 # Ops that carry the whole row: a key's last such change alone decides whether it is live.
 FULL_ROW_OPS = ("upsert", "delete")
@@ -59,51 +58,48 @@ def bronze_reconciliation(sources: DataFrame, raw: DataFrame, quarantine: DataFr
 
 
 def silver_reconciliation(
-    sources: DataFrame, raw: DataFrame, keyed: DataFrame, log: DataFrame, rejects: DataFrame
+    sources: DataFrame, raw: DataFrame, log: DataFrame, rejects: DataFrame
 ) -> DataFrame:
     """Per source: where each bronze record went.
 
-    Rule: a bronze record (source, topic, partition, offset) is accounted for when
-    ``int_change_log__keyed`` (the model that feeds both silver tables) classifies it and
-    silver holds it accordingly: a change whose lineage is in the log (``changes``), a
-    change whose change_id is in the log under an earlier delivery (``redelivered``), a
-    reject whose lineage is in the rejects (``rejected``), or a no-op such as the Kafka
-    tombstone after a delete (``noops``). Anything else is ``unaccounted``.
+    Rule (by lineage, no re-parsing): a bronze record (source, topic, partition, offset)
+    is accounted for when a change in the log carries its position (``changes``; one
+    record may yield several changes), a reject carries it (``rejected``), its value is
+    null (``noops``: the Kafka tombstone after a delete; formats that reject a null value
+    count under ``rejected`` first), or its key and value are byte-identical to a record
+    that is in the log (``redelivered``: the same message under another offset, kept once).
+    Anything else is ``unaccounted``.
     """
-    logged_at = log.select(
-        "source", *(F.col(f"lineage.{c}").alias(c) for c in POSITION[1:]), F.lit(True).alias("in_log")
+    def positions(frame: DataFrame, flag: str) -> DataFrame:
+        return frame.select(
+            "source", *(F.col(f"lineage.{c}").alias(c) for c in POSITION[1:]), F.lit(True).alias(flag)
+        ).distinct()
+
+    located = (
+        raw.select(*POSITION, "key", "value")
+        .join(positions(log, "in_log"), list(POSITION), "left")
+        .join(positions(rejects, "in_rejects"), list(POSITION), "left")
     )
-    logged_ids = log.select("change_id", F.lit(True).alias("id_in_log"))
-    rejected_at = rejects.select(
-        "source", *(F.col(f"lineage.{c}").alias(c) for c in POSITION[1:]), F.lit(True).alias("in_rejects")
-    ).distinct()
-    classified = (
-        raw.select(*POSITION)
-        .join(
-            keyed.select(
-                "source",
-                *(F.col(f"lineage.{c}").alias(c) for c in POSITION[1:]),
-                "change_id",
-                "reject_reason",
-                "is_noop",
-                F.lit(True).alias("staged"),
-            ),
-            list(POSITION),
-            "left",
-        )
-        .join(logged_at, list(POSITION), "left")
-        .join(rejected_at, list(POSITION), "left")
-        .join(logged_ids.distinct(), "change_id", "left")
-        .select(
-            "source",
-            F.when(F.col("staged").isNull(), "unaccounted")
-            .when(F.col("reject_reason").isNotNull(), F.when(F.col("in_rejects"), "rejected").otherwise("unaccounted"))
-            .when(F.col("is_noop"), "noops")
-            .when(F.col("in_log"), "changes")
-            .when(F.col("id_in_log"), "redelivered")
-            .otherwise("unaccounted")
-            .alias("status"),
-        )
+    logged_messages = (
+        located.where(F.col("in_log"))
+        .select(F.col("source").alias("l_source"), F.col("key").alias("l_key"), F.col("value").alias("l_value"))
+        .distinct()
+        .withColumn("same_as_logged", F.lit(True))
+    )
+    classified = located.join(
+        logged_messages,
+        (F.col("source") == F.col("l_source"))
+        & F.col("key").eqNullSafe(F.col("l_key"))
+        & (F.col("value") == F.col("l_value")),
+        "left",
+    ).select(
+        "source",
+        F.when(F.col("in_log"), "changes")
+        .when(F.col("in_rejects"), "rejected")
+        .when(F.col("value").isNull(), "noops")
+        .when(F.col("same_as_logged"), "redelivered")
+        .otherwise("unaccounted")
+        .alias("status"),
     )
     statuses = ["changes", "redelivered", "rejected", "noops", "unaccounted"]
     counts = classified.groupBy("source").agg(
@@ -134,55 +130,65 @@ def gold_keys(table: DataFrame, table_name: str, key: tuple[str, ...]) -> DataFr
     )
 
 
-def gold_reconciliation(
-    table: DataFrame,
-    table_name: str,
-    declared: list[tuple[str, str]],
-    log: DataFrame,
-    soft_delete: bool,
-) -> DataFrame:
-    """One row for a gold table: its schema against config and its keys against the log.
+def gold_live_keys(table: DataFrame, table_name: str, soft_delete: bool) -> DataFrame:
+    """The keys a gold table holds as live rows (soft-deleted rows are not live)."""
+    live = table.where(~F.coalesce(F.col("_deleted"), F.lit(False))) if soft_delete else table
+    return live.select(F.lit(table_name).alias("table"), F.col("_record_key").alias("record_key"))
 
-    ``declared`` is the expected (column, type) list; ``log`` the table's change-log rows.
-    A key is expected live when its last change (highest seq) is not a delete.
-    ``expected_keys_missing`` counts such keys without a live row. It must be 0 only when
-    every change of the table is a full row (``upsert``/``delete``): a patch may create a
-    row from one cell or leave a row with no cells, so for tables with partial changes
-    ``missing_keys_allowed`` is the number of expected keys (the check holds for all
-    families: live rows are never more than expected, see ``live_keys_not_in_log``).
-    """
+
+def schema_differences(table: DataFrame, declared: list[tuple[str, str]]) -> str | None:
+    """``COL: declared T, table has U; ...`` for columns whose type is not as config says."""
     actual = {f.name: f.dataType.simpleString() for f in table.schema.fields}
     differences = [
         f"{name}: declared {typ}, table has {actual.get(name, 'no such column')}"
         for name, typ in declared
         if actual.get(name, "").replace(" ", "") != typ.replace(" ", "")
     ]
-    live = table.where(~F.coalesce(F.col("_deleted"), F.lit(False))) if soft_delete else table
-    live_keys = live.select(F.col("_record_key").alias("record_key")).distinct()
-    last = log.groupBy("record_key").agg(F.max_by("op", "seq").alias("last_op"))
-    alive_in_log = last.where(F.col("last_op") != "delete")
-    deleted_live = live_keys.join(last.where(F.col("last_op") == "delete"), "record_key", "left_semi")
-    metrics = [
-        live_keys.agg(F.count(F.lit(1)).alias("live_rows")),
-        alive_in_log.agg(F.count(F.lit(1)).alias("expected_live_keys")),
-        deleted_live.agg(F.count(F.lit(1)).alias("deleted_keys_live")),
-        live_keys.join(last, "record_key", "left_anti").agg(F.count(F.lit(1)).alias("live_keys_not_in_log")),
-        alive_in_log.join(live_keys, "record_key", "left_anti").agg(
-            F.count(F.lit(1)).alias("expected_keys_missing")
-        ),
-        log.agg(F.count_if(~F.col("op").isin(*FULL_ROW_OPS)).alias("partial_changes")),
-    ]
-    row = metrics[0]
-    for metric in metrics[1:]:
-        row = row.crossJoin(metric)
-    return row.select(
-        F.lit(table_name).alias("table"),
-        "*",
-        F.when(F.col("partial_changes") == 0, F.lit(0))
-        .otherwise(F.col("expected_live_keys"))
-        .cast("bigint")
-        .alias("missing_keys_allowed"),
-        F.lit("; ".join(differences) if differences else None).cast("string").alias("schema_differences"),
+    return "; ".join(differences) or None
+
+
+def gold_reconciliation(tables: DataFrame, live: DataFrame, log: DataFrame) -> DataFrame:
+    """One row per gold table: its keys against the change log, in one pass over each.
+
+    ``tables``: (table, source, table_name, schema_differences) per gold table of config;
+    ``live``: (table, record_key) of live gold rows; ``log``: the change log.
+    A key is expected live when its last change (highest seq) is not a delete.
+    ``expected_keys_missing`` counts such keys without a live row. It must be 0 only when
+    every change of the table is a full row (``upsert``/``delete``): a patch may create a
+    row from one cell or leave a row with no cells, so for tables with partial changes
+    ``missing_keys_allowed`` is the number of expected keys. The other checks hold for
+    every fold family: no live row for a key whose last change is a delete, and no live
+    row for a key the log never saw.
+    """
+    last = (
+        log.join(F.broadcast(tables.select("source", "table_name", "table")), ["source", "table_name"])
+        .groupBy("table", "record_key")
+        .agg(
+            F.max_by("op", "seq").alias("last_op"),
+            F.max((~F.col("op").isin(*FULL_ROW_OPS)).cast("int")).alias("partial"),
+        )
+    )
+    keys = last.join(live.withColumn("live", F.lit(True)), ["table", "record_key"], "full")
+    is_live = F.coalesce(F.col("live"), F.lit(False))
+    expected = F.col("last_op").isNotNull() & (F.col("last_op") != "delete")
+    per_table = keys.groupBy("table").agg(
+        F.count_if(is_live).alias("live_rows"),
+        F.count_if(expected).alias("expected_live_keys"),
+        F.count_if(is_live & (F.col("last_op") == "delete")).alias("deleted_keys_live"),
+        F.count_if(is_live & F.col("last_op").isNull()).alias("live_keys_not_in_log"),
+        F.count_if(expected & ~is_live).alias("expected_keys_missing"),
+        F.coalesce(F.sum("partial"), F.lit(0)).alias("partial_changes"),
+    )
+    counts = ["live_rows", "expected_live_keys", "deleted_keys_live", "live_keys_not_in_log",
+              "expected_keys_missing", "partial_changes"]
+    return (
+        tables.select("table", "schema_differences")
+        .join(per_table, "table", "left")
+        .na.fill(0, counts)
+        .withColumn(
+            "missing_keys_allowed",
+            F.when(F.col("partial_changes") == 0, F.lit(0)).otherwise(F.col("expected_live_keys")).cast("bigint"),
+        )
     )
 
 
@@ -221,13 +227,9 @@ def _change_log_records(spark: SparkSession, config: LakehouseConfig, spec: Chec
 
 
 def _silver_reconciliation(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
-    _require(spark, RAW_TABLE, KEYED, CHANGE_LOG, REJECTS)
+    _require(spark, RAW_TABLE, CHANGE_LOG, REJECTS)
     return silver_reconciliation(
-        _sources(spark, config),
-        spark.table(RAW_TABLE),
-        spark.table(KEYED),
-        spark.table(CHANGE_LOG),
-        spark.table(REJECTS),
+        _sources(spark, config), spark.table(RAW_TABLE), spark.table(CHANGE_LOG), spark.table(REJECTS)
     )
 
 
@@ -246,19 +248,16 @@ def _gold_records(spark: SparkSession, config: LakehouseConfig, spec: Checkpoint
 def _gold_reconciliation(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
     tables = _gold_tables(spark, config)
     _require(spark, CHANGE_LOG)
-    log = spark.table(CHANGE_LOG)
-    return _union(
+    # Schemas are metadata: compared on the driver, one row per configured table.
+    described = spark.createDataFrame(
         [
-            gold_reconciliation(
-                spark.table(name),
-                name,
-                gold_columns(e),
-                log.where((F.col("table_name") == e.table) & (F.col("source") == s.name)),
-                e.soft_delete,
-            )
+            (name, s.name, e.table, schema_differences(spark.table(name), gold_columns(e)))
             for s, e, name in tables
-        ]
+        ],
+        "table string, source string, table_name string, schema_differences string",
     )
+    live = _union([gold_live_keys(spark.table(name), name, e.soft_delete) for _, e, name in tables])
+    return gold_reconciliation(described, live, spark.table(CHANGE_LOG))
 
 
 _BUILDERS: dict[str, Callable[[SparkSession, LakehouseConfig, CheckpointSpec], DataFrame]] = {

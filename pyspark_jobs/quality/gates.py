@@ -71,7 +71,8 @@ class GateResult:
 def describe_expectation(config: Any) -> str:
     """``expect_column_values_to_be_unique(change_id)`` from an expectation configuration."""
     kwargs = config.kwargs
-    target = kwargs.get("column") or ", ".join(kwargs.get("column_list") or [])
+    columns = kwargs.get("column_list") or [kwargs[k] for k in ("column_A", "column_B") if k in kwargs]
+    target = kwargs.get("column") or ", ".join(columns)
     return f"{config.type}({target})"
 
 
@@ -123,7 +124,7 @@ def run_checkpoint(
         checkpoint = gx_context.register(context, spec)
         frame = build_frame(spark, config, spec).persist()
         try:
-            result = gx_context.run_checkpoint(checkpoint, frame, parameters_for(config))
+            result = gx_context.run_checkpoint(checkpoint, frame, parameters_for(config), spec.index)
         finally:
             frame.unpersist()
     except Exception as exc:  # noqa: BLE001 - fail closed, with the reason in the report
