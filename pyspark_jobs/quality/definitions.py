@@ -62,7 +62,9 @@ def load_gate(layer: str, root: Path = EXPECTATIONS_DIR) -> list[CheckpointSpec]
     for i, entry in enumerate(entries):
         missing = {"checkpoint", "suite", "frame"} - set(entry)
         if missing:
-            raise GateDefinitionError(f"{gates_file}: {layer}[{i}]: missing {', '.join(sorted(missing))}")
+            raise GateDefinitionError(
+                f"{gates_file}: {layer}[{i}]: missing {', '.join(sorted(missing))}"
+            )
         specs.append(
             CheckpointSpec(
                 layer=layer,

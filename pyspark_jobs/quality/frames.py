@@ -39,9 +39,11 @@ def bronze_reconciliation(sources: DataFrame, raw: DataFrame, quarantine: DataFr
     """Per source: records read (landed + quarantined), quarantined, and the rate."""
     landed = raw.groupBy("source").agg(F.count(F.lit(1)).alias("landed"))
     quarantined = quarantine.groupBy("source").agg(F.count(F.lit(1)).alias("quarantined"))
-    all_sources = sources.unionByName(raw.select("source")).unionByName(
-        quarantine.select("source")
-    ).distinct()
+    all_sources = (
+        sources.unionByName(raw.select("source"))
+        .unionByName(quarantine.select("source"))
+        .distinct()
+    )
     counts = (
         all_sources.join(landed, "source", "left")
         .join(quarantined, "source", "left")
@@ -70,9 +72,12 @@ def silver_reconciliation(
     that is in the log (``redelivered``: the same message under another offset, kept once).
     Anything else is ``unaccounted``.
     """
+
     def positions(frame: DataFrame, flag: str) -> DataFrame:
         return frame.select(
-            "source", *(F.col(f"lineage.{c}").alias(c) for c in POSITION[1:]), F.lit(True).alias(flag)
+            "source",
+            *(F.col(f"lineage.{c}").alias(c) for c in POSITION[1:]),
+            F.lit(True).alias(flag),
         ).distinct()
 
     located = (
@@ -82,7 +87,11 @@ def silver_reconciliation(
     )
     logged_messages = (
         located.where(F.col("in_log"))
-        .select(F.col("source").alias("l_source"), F.col("key").alias("l_key"), F.col("value").alias("l_value"))
+        .select(
+            F.col("source").alias("l_source"),
+            F.col("key").alias("l_key"),
+            F.col("value").alias("l_value"),
+        )
         .distinct()
         .withColumn("same_as_logged", F.lit(True))
     )
@@ -125,8 +134,10 @@ def gold_keys(table: DataFrame, table_name: str, key: tuple[str, ...]) -> DataFr
         F.lit(table_name).alias("table"),
         "_record_key",
         F.to_json(F.struct(*key)).alias("key_values"),
-        F.when(F.concat_ws(", ", *nulls) != "", F.concat(F.lit(f"{table_name}: "), F.concat_ws(", ", *nulls)))
-        .alias("null_key_columns"),
+        F.when(
+            F.concat_ws(", ", *nulls) != "",
+            F.concat(F.lit(f"{table_name}: "), F.concat_ws(", ", *nulls)),
+        ).alias("null_key_columns"),
     )
 
 
@@ -161,7 +172,9 @@ def gold_reconciliation(tables: DataFrame, live: DataFrame, log: DataFrame) -> D
     row for a key the log never saw.
     """
     last = (
-        log.join(F.broadcast(tables.select("source", "table_name", "table")), ["source", "table_name"])
+        log.join(
+            F.broadcast(tables.select("source", "table_name", "table")), ["source", "table_name"]
+        )
         .groupBy("table", "record_key")
         .agg(
             F.max_by("op", "seq").alias("last_op"),
@@ -179,15 +192,23 @@ def gold_reconciliation(tables: DataFrame, live: DataFrame, log: DataFrame) -> D
         F.count_if(expected & ~is_live).alias("expected_keys_missing"),
         F.coalesce(F.sum("partial"), F.lit(0)).alias("partial_changes"),
     )
-    counts = ["live_rows", "expected_live_keys", "deleted_keys_live", "live_keys_not_in_log",
-              "expected_keys_missing", "partial_changes"]
+    counts = [
+        "live_rows",
+        "expected_live_keys",
+        "deleted_keys_live",
+        "live_keys_not_in_log",
+        "expected_keys_missing",
+        "partial_changes",
+    ]
     return (
         tables.select("table", "schema_differences")
         .join(per_table, "table", "left")
         .na.fill(0, counts)
         .withColumn(
             "missing_keys_allowed",
-            F.when(F.col("partial_changes") == 0, F.lit(0)).otherwise(F.col("expected_live_keys")).cast("bigint"),
+            F.when(F.col("partial_changes") == 0, F.lit(0))
+            .otherwise(F.col("expected_live_keys"))
+            .cast("bigint"),
         )
     )
 
@@ -211,25 +232,40 @@ class MissingTable(RuntimeError):
     """The gate's table is not there: the layer has not been built."""
 
 
-def _bronze_records(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
+def _bronze_records(
+    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
+) -> DataFrame:
     _require(spark, RAW_TABLE)
     return spark.table(RAW_TABLE).select(*POSITION, "format")
 
 
-def _bronze_reconciliation(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
+def _bronze_reconciliation(
+    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
+) -> DataFrame:
     _require(spark, RAW_TABLE, QUARANTINE_TABLE)
-    return bronze_reconciliation(_sources(spark, config), spark.table(RAW_TABLE), spark.table(QUARANTINE_TABLE))
+    return bronze_reconciliation(
+        _sources(spark, config), spark.table(RAW_TABLE), spark.table(QUARANTINE_TABLE)
+    )
 
 
-def _change_log_records(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
+def _change_log_records(
+    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
+) -> DataFrame:
     _require(spark, CHANGE_LOG)
-    return spark.table(CHANGE_LOG).select("change_id", "op", "format", "entity_kind", "record_key", "seq")
+    return spark.table(CHANGE_LOG).select(
+        "change_id", "op", "format", "entity_kind", "record_key", "seq"
+    )
 
 
-def _silver_reconciliation(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
+def _silver_reconciliation(
+    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
+) -> DataFrame:
     _require(spark, RAW_TABLE, CHANGE_LOG, REJECTS)
     return silver_reconciliation(
-        _sources(spark, config), spark.table(RAW_TABLE), spark.table(CHANGE_LOG), spark.table(REJECTS)
+        _sources(spark, config),
+        spark.table(RAW_TABLE),
+        spark.table(CHANGE_LOG),
+        spark.table(REJECTS),
     )
 
 
@@ -245,7 +281,9 @@ def _gold_records(spark: SparkSession, config: LakehouseConfig, spec: Checkpoint
     )
 
 
-def _gold_reconciliation(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
+def _gold_reconciliation(
+    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
+) -> DataFrame:
     tables = _gold_tables(spark, config)
     _require(spark, CHANGE_LOG)
     # Schemas are metadata: compared on the driver, one row per configured table.

@@ -71,7 +71,9 @@ class GateResult:
 def describe_expectation(config: Any) -> str:
     """``expect_column_values_to_be_unique(change_id)`` from an expectation configuration."""
     kwargs = config.kwargs
-    columns = kwargs.get("column_list") or [kwargs[k] for k in ("column_A", "column_B") if k in kwargs]
+    columns = kwargs.get("column_list") or [
+        kwargs[k] for k in ("column_A", "column_B") if k in kwargs
+    ]
     target = kwargs.get("column") or ", ".join(columns)
     return f"{config.type}({target})"
 
@@ -88,9 +90,11 @@ def _observed(result: dict[str, Any]) -> str:
     if not result:
         return ""
     if result.get("unexpected_count"):
-        examples = result.get("partial_unexpected_index_list") or result.get(
-            "partial_unexpected_list"
-        ) or []
+        examples = (
+            result.get("partial_unexpected_index_list")
+            or result.get("partial_unexpected_list")
+            or []
+        )
         shown = ", ".join(_example(v) for v in examples[:5])
         return f"{result['unexpected_count']} unexpected" + (f": {shown}" if shown else "")
     if "observed_value" in result:
@@ -124,19 +128,25 @@ def run_checkpoint(
         checkpoint = gx_context.register(context, spec)
         frame = build_frame(spark, config, spec).persist()
         try:
-            result = gx_context.run_checkpoint(checkpoint, frame, parameters_for(config), spec.index)
+            result = gx_context.run_checkpoint(
+                checkpoint, frame, parameters_for(config), spec.index
+            )
         finally:
             frame.unpersist()
     except Exception as exc:  # noqa: BLE001 - fail closed, with the reason in the report
         return CheckpointOutcome(spec.name, False, error=describe(exc))
     outcomes = [
-        ExpectationOutcome(describe_expectation(r.expectation_config), bool(r.success), _observed_of(r))
+        ExpectationOutcome(
+            describe_expectation(r.expectation_config), bool(r.success), _observed_of(r)
+        )
         for r in result.results
     ]
     return CheckpointOutcome(spec.name, bool(result.success), outcomes)
 
 
-def run_gate(spark: SparkSession, settings: Settings, config: LakehouseConfig, layer: str) -> GateResult:
+def run_gate(
+    spark: SparkSession, settings: Settings, config: LakehouseConfig, layer: str
+) -> GateResult:
     """Validate one layer as it is now; results go to the lake's GX context and Data Docs."""
     started = time.time()
     try:

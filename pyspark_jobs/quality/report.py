@@ -40,12 +40,14 @@ h2 { font-size:16px; margin:26px 0 10px; border-bottom:1px solid var(--line); pa
 .gate.failed { border-color:var(--bad); box-shadow:0 0 0 1px var(--bad) inset; }
 .gate h3 { margin:0 0 6px; font-size:15px; display:flex; justify-content:space-between; }
 .gate ul { margin:4px 0 8px; padding-left:0; list-style:none; }
-.gate li { padding:1px 0; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size:12px; }
+.gate li { padding:1px 0; font-size:12px;
+          font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
 .gate li.fail { color:var(--bad); font-weight:600; }
 .cp { font-weight:600; margin-top:6px; font-size:13px; }
 table { border-collapse:collapse; width:100%; margin:4px 0 8px; }
 th, td { border-bottom:1px solid var(--line); padding:5px 8px; text-align:left; }
-th { background:var(--bg); font-weight:600; font-size:12px; color:var(--muted); text-transform:uppercase; }
+th { background:var(--bg); font-weight:600; font-size:12px; color:var(--muted);
+     text-transform:uppercase; }
 td.n { text-align:right; font-variant-numeric: tabular-nums; }
 tr.failed td { background:#fff5f5; }
 a { color:#0969da; }
@@ -91,8 +93,10 @@ def _sources_table(run: dict[str, Any]) -> str:
     layers = run.get("layers", {})
     bronze, silver = layers.get("bronze", {}), layers.get("silver", {})
     sources = sorted(
-        set(bronze.get("records", {})) | set(bronze.get("quarantined", {}))
-        | set(silver.get("changes", {})) | set(silver.get("rejects", {}))
+        set(bronze.get("records", {}))
+        | set(bronze.get("quarantined", {}))
+        | set(silver.get("changes", {}))
+        | set(silver.get("rejects", {}))
     )
     rows = "".join(
         f"<tr><td>{escape(s)}</td>"
@@ -137,7 +141,7 @@ def _gate_card(layer: str, gate: dict[str, Any] | None, docs_href: str) -> str:
         )
     parts = [
         f'<div class="gate{"" if gate.get("success") else " failed"}" id="gate-{layer}">',
-        f'<h3><span>{layer}</span>{_badge(gate.get("success"))}</h3>',
+        f"<h3><span>{layer}</span>{_badge(gate.get('success'))}</h3>",
         f'<div class="meta">{gate.get("seconds", 0):.1f} s · '
         f'<a href="{escape(docs_href)}">validation results in Data Docs</a></div>',
     ]
@@ -154,27 +158,29 @@ def _gate_card(layer: str, gate: dict[str, Any] | None, docs_href: str) -> str:
     return "".join(parts)
 
 
+def _total(run: dict[str, Any], layer: str, key: str) -> int:
+    return sum(run.get("layers", {}).get(layer, {}).get(key, {}).values())
+
+
 def _trend(runs: list[dict[str, Any]]) -> str:
     rows = []
     for run in runs:
-        layers = run.get("layers", {})
-        total = lambda layer, key: sum(layers.get(layer, {}).get(key, {}).values())  # noqa: E731
         gates = " ".join(
-            f'{layer[0].upper()}&nbsp;{"✓" if g.get("success") else "✗"}'
+            f"{layer[0].upper()}&nbsp;{'✓' if g.get('success') else '✗'}"
             for layer in LAYERS
             if (g := run.get("gates", {}).get(layer)) is not None
         )
-        failed = run.get("status") != "succeeded"
+        row_class = "" if run.get("status") == "succeeded" else ' class="failed"'
         rows.append(
-            f'<tr{" class=\"failed\"" if failed else ""}><td>{escape(run.get("run_id", ""))}</td>'
+            f"<tr{row_class}><td>{escape(run.get('run_id', ''))}</td>"
             f"<td>{escape(run.get('command', 'run'))}</td>"
             f"<td>{_when(run.get('started_at'))}</td><td>{escape(str(run.get('status')))}</td>"
             + _num(_duration(run))
-            + _num(total("bronze", "records"))
-            + _num(total("bronze", "quarantined"))
-            + _num(total("silver", "changes"))
-            + _num(total("silver", "rejects"))
-            + _num(total("gold", "rows"))
+            + _num(_total(run, "bronze", "records"))
+            + _num(_total(run, "bronze", "quarantined"))
+            + _num(_total(run, "silver", "changes"))
+            + _num(_total(run, "silver", "rejects"))
+            + _num(_total(run, "gold", "rows"))
             + f"<td>{gates}</td></tr>"
         )
     return (
@@ -200,14 +206,21 @@ def render_page(runs: list[dict[str, Any]], docs_href: str) -> str:
         f"<tr><td>{escape(step)}</td>{_num(f'{sec:.1f} s')}</tr>"
         for step, sec in run.get("timings", {}).items()
     )
+    status = escape(str(run.get("status")))
+    verdict = _badge(run.get("status") == "succeeded", "run succeeded", f"run {status}")
+    latest = (
+        f"latest: {escape(run.get('command', 'run'))} {escape(run.get('run_id', ''))} · "
+        f"{_when(run.get('started_at'))} · {_duration(run)}"
+    )
+    cards = "".join(_gate_card(layer, gates.get(layer), docs_href) for layer in LAYERS)
     body = f"""
-<header><h1>cdc-lakehouse · data quality</h1>{_badge(run.get("status") == "succeeded", "run succeeded", "run " + escape(str(run.get("status"))))}
-<span class="meta">latest: {escape(run.get("command", "run"))} {escape(run.get("run_id", ""))} · {_when(run.get("started_at"))} · {_duration(run)}</span>
+<header><h1>cdc-lakehouse · data quality</h1>{verdict}
+<span class="meta">{latest}</span>
 <a href="{escape(docs_href)}">Data Docs →</a></header>
 <main>
 {callout}
 <h2>Quality gates</h2>
-<div class="gates">{"".join(_gate_card(layer, gates.get(layer), docs_href) for layer in LAYERS)}</div>
+<div class="gates">{cards}</div>
 <h2>Bronze and silver, per source</h2>
 {_sources_table(run)}
 <h2>Gold tables</h2>
@@ -242,5 +255,8 @@ def serve(folder: Path, port: int) -> None:
     """Serve the report folder on 127.0.0.1 only, until interrupted."""
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
     with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
-        print(f"serving {folder} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
+        print(
+            f"serving {folder} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)",
+            flush=True,
+        )
         server.serve_forever()

@@ -1,0 +1,124 @@
+"""The silver and gold gates on the samples: pass on good data, stop the run on bad data.
+
+One good pipeline run for the module; the tests then break one layer at a time (a null
+key in gold, then a duplicate change_id in silver), show the run stops there with exit
+code 1, names the failure in its output and in the report, leaves the next layer alone
+and keeps the failing layer's data. Tests run in file order and build on each other.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pyspark_jobs.config import LakehouseConfig
+from pyspark_jobs.gold.tables import gold_table_name
+from pyspark_jobs.settings import Settings
+from tests.conftest import reset_lake
+from tests.quality.support import cli, latest_run, report_text, run_logged, table_version
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def good_run(
+    spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
+) -> tuple[int, str]:
+    reset_lake(spark, settings)
+    return run_logged(spark, settings, sample_config)
+
+
+def gold_tables(config: LakehouseConfig) -> list[str]:
+    return [gold_table_name(e) for _, e in config.tables()]
+
+
+def test_samples_pass_every_gate(good_run, settings: Settings):
+    code, output = good_run
+    assert code == 0, output
+    run = latest_run(settings)
+    assert run["status"] == "succeeded"
+    assert {layer: gate["success"] for layer, gate in run["gates"].items()} == {
+        "bronze": True,
+        "silver": True,
+        "gold": True,
+    }
+    checkpoints = {cp["name"] for gate in run["gates"].values() for cp in gate["checkpoints"]}
+    assert checkpoints == {
+        "bronze.cdc_raw",
+        "bronze.reconciliation",
+        "silver.change_log",
+        "silver.reconciliation",
+        "gold.tables",
+        "gold.reconciliation",
+    }
+    assert f"report: {settings.reports_dir / 'index.html'}" in output
+
+
+def test_null_key_in_gold_fails_the_gold_gate(
+    good_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig, capsys
+):
+    assert good_run[0] == 0
+    users = spark.table("gold.users")
+    bad = (
+        users.limit(1)
+        .withColumn("USER_ID", F.lit(None).cast("bigint"))
+        .withColumn("_record_key", F.lit('{"USER_ID":null}'))
+    )
+    bad.write.format("delta").mode("append").saveAsTable("gold.users")
+    capsys.readouterr()
+
+    assert cli(settings, sample_config.path, "validate", "--layer", "gold") == 1
+    out = capsys.readouterr().out
+    assert "gold.tables: expect_column_values_to_be_null(null_key_columns)" in out
+    assert "gold.users: USER_ID" in out
+    assert "gold.reconciliation: expect_column_values_to_be_between(live_keys_not_in_log)" in out
+
+    code, output = run_logged(spark, settings, sample_config)
+    assert code == 1
+    assert "gold gate FAILED" in output and "gold.users: USER_ID" in output
+    assert latest_run(settings)["status"] == "stopped by the gold gate"
+    assert spark.table("gold.users").where(F.col("USER_ID").isNull()).count() == 1
+    page = report_text(settings)
+    assert "null_key_columns" in page and "gold.users: USER_ID" in page
+    # the operator's repair: the gate passes again
+    spark.sql("delete from gold.users where USER_ID is null")
+    assert cli(settings, sample_config.path, "validate", "--layer", "gold") == 0
+
+
+def test_duplicate_change_id_stops_the_run_at_silver(
+    good_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
+):
+    assert good_run[0] == 0
+    before_gold = {t: table_version(spark, t) for t in gold_tables(sample_config)}
+    progress_before = spark.table("lakehouse.gold_progress").orderBy("table_name").collect()
+    spark.table("silver.change_log").limit(1).write.format("delta").mode("append").saveAsTable(
+        "silver.change_log"
+    )
+
+    code, output = run_logged(spark, settings, sample_config)
+
+    assert code == 1
+    assert "silver gate FAILED" in output
+    assert "silver.change_log: expect_column_values_to_be_unique(change_id)" in output
+    assert f"report: {settings.reports_dir / 'index.html'}" in output
+    run = latest_run(settings)
+    assert run["status"] == "stopped by the silver gate"
+    assert run["gates"]["bronze"]["success"] and not run["gates"]["silver"]["success"]
+    assert "gold" not in run["gates"] and "gold" not in run["layers"]
+    # gold untouched: no new table versions, nothing applied from the bad change log
+    assert {t: table_version(spark, t) for t in gold_tables(sample_config)} == before_gold
+    assert spark.table("lakehouse.gold_progress").orderBy("table_name").collect() == progress_before
+    # the failing layer's data is still there, duplicate included
+    dupes = spark.table("silver.change_log").groupBy("change_id").count().where("count > 1")
+    assert dupes.count() == 1
+    assert "expect_column_values_to_be_unique(change_id)" in report_text(settings)
+
+
+def test_validate_silver_alone_names_the_failure(
+    good_run, settings: Settings, sample_config: LakehouseConfig, capsys
+):
+    assert cli(settings, sample_config.path, "validate", "--layer", "silver") == 1
+    out = capsys.readouterr().out
+    assert "silver.change_log: expect_column_values_to_be_unique(change_id)" in out
+    assert latest_run(settings)["command"] == "validate --layer silver"
