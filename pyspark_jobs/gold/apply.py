@@ -133,7 +133,10 @@ def apply_table(
     net = fold_changes(
         source, entity, changes, current_images(spark, entity), tombstones, source_history
     )
-    rows = typed_rows(net, entity).persist()
+    # Materialised with its lineage cut: a persisted plan would be re-computed after the
+    # tombstone MERGE below (Spark re-caches plans that read a written table), and the
+    # re-computed fold would then see its own new tombstones and lose to them.
+    rows = typed_rows(net, entity).localCheckpoint(eager=True)
     try:
         # One job for the three numbers that decide which writes are needed.
         counts = rows.agg(

@@ -123,8 +123,8 @@ def fold_cells(
         F.max_by(F.struct("seq", "change_id", "source", "event_ts"), "seq").alias("c")
     )
     image = F.map_from_arrays(
-        F.array(*[F.lit(c) for c in value_columns]),
-        F.array(*[F.col("_all")[c] for c in value_columns]),
+        F.array(*[F.lit(c) for c in value_columns]).cast("array<string>"),
+        F.array(*[F.col("_all")[c] for c in value_columns]).cast("array<string>"),
     )
     state = per_key.join(latest, "_record_key").select(
         "_record_key",

@@ -60,9 +60,10 @@ def current_images(spark: SparkSession, entity: Entity) -> DataFrame:
     table = spark.table(gold_table_name(entity))
     if entity.soft_delete:
         table = table.where(~F.coalesce(F.col("_deleted"), F.lit(False)))
+    # Typed arrays, so a table without value columns still has a map<string, string>.
     image = F.map_from_arrays(
-        F.array(*[F.lit(c) for c in entity.value_columns]),
-        F.array(*[F.col(c).cast("string") for c in entity.value_columns]),
+        F.array(*[F.lit(c) for c in entity.value_columns]).cast("array<string>"),
+        F.array(*[F.col(c).cast("string") for c in entity.value_columns]).cast("array<string>"),
     )
     return table.select("_record_key", "_seq", image.alias("_image"), "_cell_ts")
 

@@ -47,12 +47,12 @@ def test_entity_patches_apply_in_order(spark: SparkSession, empty_lake):
         ("other", "Bob", None, None, None, [begun, 2, 1, 0]),
     ]
     # Later ops, plus a late one (request 2, op 3) that lands before request 3's replace.
-    append(spark, [op([begun + 9, 3, 1, 0], "replace", "phone/home", "999"),
+    append(spark, [op([begun + 9, 3, 1, 0], "replace", "phone/home", "1-999"),
                    op([begun, 2, 1, 3], "add", "phone/home", "late"),
                    op([begun + 9, 3, 1, 1], "remove", "lastName"),
                    op([begun + 9, 3, 1, 2], "add", "phone/work", "w"),
                    change(PATCHES, CONTACTS, {"entity": "other"}, "delete", [begun + 9, 3, 1, 3])])
     apply_gold(spark, config(PATCHES), log=lambda _: None)
     assert rows(spark, "gold.contacts", cols) == [
-        (ID, "Sally", None, '{"home":"999","work":"w"}', None, [begun + 9, 3, 1, 2]),
+        (ID, "Sally", None, '{"home":"1-999","work":"w"}', None, [begun + 9, 3, 1, 2]),
     ]
