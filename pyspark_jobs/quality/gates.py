@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -149,6 +150,7 @@ def run_gate(
 ) -> GateResult:
     """Validate one layer as it is now; results go to the lake's GX context and Data Docs."""
     started = time.time()
+    since = datetime.now(timezone.utc)
     try:
         specs = load_gate(layer)
     except Exception as exc:  # noqa: BLE001 - a gate that cannot load fails closed
@@ -156,7 +158,7 @@ def run_gate(
         return GateResult(layer, False, time.time() - started, [outcome], "")
     context = gx_context.open_context(settings.reports_dir)
     outcomes = [run_checkpoint(spark, config, context, spec) for spec in specs]
-    gx_context.build_docs(context)
+    gx_context.build_docs(context, since)
     return GateResult(
         layer=layer,
         success=all(o.success for o in outcomes),

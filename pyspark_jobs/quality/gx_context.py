@@ -10,6 +10,7 @@ history, never a definition.
 
 from __future__ import annotations
 
+import datetime
 import os
 from pathlib import Path
 from typing import Any
@@ -115,5 +116,15 @@ def run_checkpoint(
     )
 
 
-def build_docs(context: FileDataContext) -> None:
-    context.build_data_docs()
+def build_docs(context: FileDataContext, since: datetime.datetime | None = None) -> None:
+    """Render Data Docs: only the results validated after ``since`` (and the index), so
+    a gate's cost does not grow with the lake's history; everything when ``since`` is None."""
+    if since is None:
+        context.build_data_docs()
+        return
+    fresh = [
+        key
+        for key in context.validation_results_store.list_keys()
+        if key.run_id.run_time is not None and key.run_id.run_time >= since
+    ]
+    context.build_data_docs(resource_identifiers=fresh)
