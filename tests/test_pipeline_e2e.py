@@ -175,5 +175,14 @@ def test_bronze_keeps_every_sample_record(spark: SparkSession, first_run: Settin
         .agg(F.count("*").alias("n"), F.count_if(F.col("value").isNull()).alias("tombstones"))
         .collect()
     }
-    assert counts == {"shop_debezium": (7, 1), "inventory_cassandra": (8, 1)}
+    assert counts == {
+        "shop_debezium": (7, 1),
+        "inventory_cassandra": (8, 1),
+        "crm_db2": (5, 1),
+        "erp_goldengate": (6, 0),
+        "inventory_opencdc": (5, 0),
+        "social_tigergraph": (12, 0),
+        "contacts_entity_patches": (5, 0),
+        "fastdata_pr_update": (8, 0),
+    }
     assert spark.table("bronze.cdc_quarantine").count() == 0
