@@ -65,7 +65,8 @@ def fold_cells(
     """Net state of each key touched by ``changes`` whose state actually changed.
 
     ``changes``: change-log rows of one table (ops ``patch``/``delete``). ``current``: gold
-    rows as ``_record_key``, ``_image`` (column -> text) and ``_cell_ts``. ``tombstones``:
+    rows as ``_record_key``, ``_image`` (column -> text), ``_cell_ts`` and the ``_seq``,
+    ``_change_id``, ``_source``, ``_event_ts`` of the change they reflect. ``tombstones``:
     ``record_key``, ``seq`` (``[D]``) and ``cell_ts`` of deleted keys.
     """
     touched = changes.select(F.col("record_key").alias("_record_key")).distinct()
@@ -119,8 +120,26 @@ def fold_cells(
         F.map_from_entries(F.collect_list(F.struct("column", "ts"))).alias("_cell_ts"),
         F.max("deleted_ts").alias("deleted_ts"),
     )
-    latest = changes.groupBy(F.col("record_key").alias("_record_key")).agg(
-        F.max_by(F.struct("seq", "change_id", "source", "event_ts"), "seq").alias("c")
+    # The row names the latest change it reflects: a late older write that sets a cell
+    # does not move _seq back.
+    latest = (
+        changes.select(
+            F.col("record_key").alias("_record_key"),
+            F.struct("seq", "change_id", "source", "event_ts").alias("c"),
+        )
+        .unionByName(
+            current.select(
+                "_record_key",
+                F.struct(
+                    F.col("_seq").alias("seq"),
+                    F.col("_change_id").alias("change_id"),
+                    F.col("_source").alias("source"),
+                    F.col("_event_ts").alias("event_ts"),
+                ).alias("c"),
+            )
+        )
+        .groupBy("_record_key")
+        .agg(F.max_by("c", "c.seq").alias("c"))
     )
     image = F.map_from_arrays(
         F.array(*[F.lit(c) for c in value_columns]).cast("array<string>"),

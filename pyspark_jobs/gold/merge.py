@@ -56,7 +56,8 @@ def typed_rows(net: DataFrame, entity: Entity) -> DataFrame:
 
 
 def current_images(spark: SparkSession, entity: Entity) -> DataFrame:
-    """Gold rows as the folds see them: ``_record_key``, ``_seq``, ``_image``, ``_cell_ts``."""
+    """Gold rows as the folds see them: ``_record_key``, ``_seq``, ``_image``, ``_cell_ts``
+    and the metadata of the change they reflect."""
     table = spark.table(gold_table_name(entity))
     if entity.soft_delete:
         table = table.where(~F.coalesce(F.col("_deleted"), F.lit(False)))
@@ -65,7 +66,9 @@ def current_images(spark: SparkSession, entity: Entity) -> DataFrame:
         F.array(*[F.lit(c) for c in entity.value_columns]).cast("array<string>"),
         F.array(*[F.col(c).cast("string") for c in entity.value_columns]).cast("array<string>"),
     )
-    return table.select("_record_key", "_seq", image.alias("_image"), "_cell_ts")
+    return table.select(
+        "_record_key", "_seq", image.alias("_image"), "_cell_ts", "_change_id", "_source", "_event_ts"
+    )
 
 
 def merge_into_gold(spark: SparkSession, rows: DataFrame, entity: Entity) -> MergeMetrics:

@@ -27,7 +27,7 @@ ROW_SRC = Source("p_rows", "opencdc", (ROWS,), landing=None)
 CELL_SRC = Source("p_cells", "cassandra", (CELLS,), landing=None)
 TG_SRC = Source("p_tg", "tigergraph", (VERTS,), landing=None)
 CONFIG = config(ROW_SRC, CELL_SRC, TG_SRC)
-BATCHES = 3
+BATCHES = 2
 _examples = itertools.count()
 
 small = st.integers(min_value=-5, max_value=5)
