@@ -169,7 +169,8 @@ def gold_reconciliation(tables: DataFrame, live: DataFrame, log: DataFrame) -> D
     row from one cell or leave a row with no cells, so for tables with partial changes
     ``missing_keys_allowed`` is the number of expected keys. The other checks hold for
     every fold family: no live row for a key whose last change is a delete, and no live
-    row for a key the log never saw.
+    row for a key the log never saw (except vertex tables, whose vertices an edge may
+    create: ``unlogged_keys_allowed``).
     """
     last = (
         log.join(
@@ -201,9 +202,17 @@ def gold_reconciliation(tables: DataFrame, live: DataFrame, log: DataFrame) -> D
         "partial_changes",
     ]
     return (
-        tables.select("table", "schema_differences")
+        tables.select("table", "entity_kind", "schema_differences")
         .join(per_table, "table", "left")
         .na.fill(0, counts)
+        .withColumn(
+            # A TigerGraph edge creates its endpoint vertices (gold/graph_cascades.py), so a
+            # vertex table may hold keys its own change log never named.
+            "unlogged_keys_allowed",
+            F.when(F.col("entity_kind") == "vertex", F.col("live_rows"))
+            .otherwise(F.lit(0))
+            .cast("bigint"),
+        )
         .withColumn(
             "missing_keys_allowed",
             F.when(F.col("partial_changes") == 0, F.lit(0))
@@ -289,10 +298,11 @@ def _gold_reconciliation(
     # Schemas are metadata: compared on the driver, one row per configured table.
     described = spark.createDataFrame(
         [
-            (name, s.name, e.table, schema_differences(spark.table(name), gold_columns(e)))
+            (name, s.name, e.table, e.kind, schema_differences(spark.table(name), gold_columns(e)))
             for s, e, name in tables
         ],
-        "table string, source string, table_name string, schema_differences string",
+        "table string, source string, table_name string, entity_kind string, "
+        "schema_differences string",
     )
     live = _union([gold_live_keys(spark.table(name), name, e.soft_delete) for _, e, name in tables])
     return gold_reconciliation(described, live, spark.table(CHANGE_LOG))

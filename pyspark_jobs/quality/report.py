@@ -41,14 +41,14 @@ h2 { font-size:16px; margin:26px 0 10px; border-bottom:1px solid var(--line); pa
 .gate h3 { margin:0 0 6px; font-size:15px; display:flex; justify-content:space-between; }
 .gate ul { margin:4px 0 8px; padding-left:0; list-style:none; }
 .gate li { padding:1px 0; font-size:12px;
-          font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
+          font-family: ui-monospace, SFMono-Regular, Menlo, monospace; overflow-wrap:anywhere; }
 .gate li.fail { color:var(--bad); font-weight:600; }
 .cp { font-weight:600; margin-top:6px; font-size:13px; }
 table { border-collapse:collapse; width:100%; margin:4px 0 8px; }
 th, td { border-bottom:1px solid var(--line); padding:5px 8px; text-align:left; }
 th { background:var(--bg); font-weight:600; font-size:12px; color:var(--muted);
      text-transform:uppercase; }
-td.n { text-align:right; font-variant-numeric: tabular-nums; }
+td.n { text-align:right; font-variant-numeric: tabular-nums; white-space:nowrap; }
 tr.failed td { background:#fff5f5; }
 a { color:#0969da; }
 .callout { border-left:4px solid var(--bad); background:#fff5f5; padding:10px 14px; margin:16px 0; }
@@ -92,6 +92,8 @@ def _duration(run: dict[str, Any]) -> str:
 def _sources_table(run: dict[str, Any]) -> str:
     layers = run.get("layers", {})
     bronze, silver = layers.get("bronze", {}), layers.get("silver", {})
+    # A source with nothing in silver has 0 there once silver was built; "–" if not built.
+    none = 0 if silver else "–"
     sources = sorted(
         set(bronze.get("records", {}))
         | set(bronze.get("quarantined", {}))
@@ -102,8 +104,8 @@ def _sources_table(run: dict[str, Any]) -> str:
         f"<tr><td>{escape(s)}</td>"
         + _num(bronze.get("records", {}).get(s, 0))
         + _num(bronze.get("quarantined", {}).get(s, 0))
-        + _num(silver.get("changes", {}).get(s, "–"))
-        + _num(silver.get("rejects", {}).get(s, "–"))
+        + _num(silver.get("changes", {}).get(s, none))
+        + _num(silver.get("rejects", {}).get(s, none))
         + "</tr>"
         for s in sources
     )
@@ -120,7 +122,7 @@ def _gold_table(run: dict[str, Any]) -> str:
     if not gold:
         return '<p class="meta">Gold was not built in this run.</p>'
     rows = "".join(
-        f"<tr><td>gold.{escape(t)}</td>"
+        f"<tr><td>{escape(t)}</td>"
         + _num(n)
         + _num(gold.get("applied", {}).get(t, 0))
         + _num(gold.get("cast_errors", {}).get(t, 0))
@@ -202,10 +204,19 @@ def render_page(runs: list[dict[str, Any]], docs_href: str) -> str:
     if failures:
         items = "".join(f"<li>{escape(f)}</li>" for f in failures)
         callout = f'<div class="callout"><strong>Failed expectations</strong><ul>{items}</ul></div>'
+    steps = run.get("timings", {})
+    order = [s for layer in LAYERS for s in (layer, f"{layer} gate") if s in steps]
     timings = "".join(
-        f"<tr><td>{escape(step)}</td>{_num(f'{sec:.1f} s')}</tr>"
-        for step, sec in run.get("timings", {}).items()
+        f"<tr><td>{escape(step)}</td>{_num(f'{steps[step]:.1f} s')}</tr>"
+        for step in order + sorted(set(steps) - set(order))
     )
+    validating = sum(sec for step, sec in steps.items() if step.endswith(" gate"))
+    if steps:
+        share = validating / max(sum(steps.values()), 1e-9)
+        timings += (
+            f"<tr><td><strong>validation, all gates</strong></td>"
+            f"{_num(f'{validating:.1f} s ({share:.0%} of the run)')}</tr>"
+        )
     status = escape(str(run.get("status")))
     verdict = _badge(run.get("status") == "succeeded", "run succeeded", f"run {status}")
     latest = (

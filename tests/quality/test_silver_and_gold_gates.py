@@ -72,7 +72,10 @@ def test_null_key_in_gold_fails_the_gold_gate(
     out = capsys.readouterr().out
     assert "gold.tables: expect_column_values_to_be_null(null_key_columns)" in out
     assert "gold.users: USER_ID" in out
-    assert "gold.reconciliation: expect_column_values_to_be_between(live_keys_not_in_log)" in out
+    assert (
+        "gold.reconciliation: expect_column_pair_values_a_to_be_greater_than_b"
+        "(unlogged_keys_allowed, live_keys_not_in_log)" in out
+    )
 
     code, output = run_logged(spark, settings, sample_config)
     assert code == 1
