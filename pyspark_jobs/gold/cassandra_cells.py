@@ -161,13 +161,19 @@ def fold_cells(
     )
     # Keys whose cells did not change (everything new lost or was seen before) are left
     # alone, so a re-run writes nothing.
+    # Write times alone are not enough: a row delete hides cells without changing them.
     before = current.select(
-        "_record_key", _sorted_entries(F.col("_cell_ts")).alias("_old_ts")
+        "_record_key",
+        _sorted_entries(F.col("_cell_ts")).alias("_old_ts"),
+        _sorted_entries(F.col("_image")).alias("_old_image"),
     )
-    unchanged = F.col("_old_ts").isNotNull() & F.col("_live") & (
-        F.col("_old_ts") == _sorted_entries(F.col("_cell_ts"))
+    unchanged = (
+        F.col("_old_ts").isNotNull()
+        & F.col("_live")
+        & (F.col("_old_ts") == _sorted_entries(F.col("_cell_ts")))
+        & (F.col("_old_image") == _sorted_entries(F.col("_image")))
     )
-    state = state.join(before, "_record_key", "left").where(~unchanged).drop("_old_ts")
+    state = state.join(before, "_record_key", "left").where(~unchanged).drop("_old_ts", "_old_image")
     old_tombs = tombstones.select(
         F.col("record_key").alias("_record_key"),
         F.col("seq").alias("_old_tomb"),

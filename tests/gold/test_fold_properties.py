@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
@@ -142,7 +142,10 @@ def gold(spark, table, key, columns, keys):
     return found
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+# No shrinking: each example runs the job twice, so shrinking would take many minutes;
+# the falsifying example is printed as generated.
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck),
+          phases=(Phase.explicit, Phase.reuse, Phase.generate))
 @given(
     rows=st.lists(deliveries(row_op), min_size=1, max_size=3),
     cells=st.lists(deliveries(cell_op), min_size=1, max_size=3),
