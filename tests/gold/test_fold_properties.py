@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from pyspark_jobs.config import Entity, Source
 from pyspark_jobs.gold.apply import apply_gold
@@ -137,7 +138,7 @@ def lake(spark: SparkSession, settings):
 
 
 def gold(spark, table, key, columns, keys):
-    found = {r[0]: tuple(r[1:]) for r in spark.table(table).where(spark.table(table)[key].isin(keys))
+    found = {r[0]: tuple(r[1:]) for r in spark.table(table).where(F.col(key).isin(keys))
              .select(key, *columns).collect()}
     return found
 
