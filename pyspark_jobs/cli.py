@@ -92,9 +92,12 @@ def cmd_gold(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
+    from pyspark_jobs.bronze.ingest import chosen_sources, ingest_locks
     from pyspark_jobs.pipeline import run_pipeline
 
-    return run_pipeline(ctx.spark, ctx.settings, ctx.config, log=_log)
+    # As for ingest: refuse a concurrent run before booting a JVM on the same metastore.
+    with ingest_locks(ctx.settings, chosen_sources(ctx.config)):
+        return run_pipeline(ctx.spark, ctx.settings, ctx.config, log=_log, take_locks=False)
 
 
 def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
@@ -216,9 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Rebuild GX Data Docs and <lake>/reports/index.html (latest run, gates, "
         "trend of the last runs).",
     )
-    report.add_argument(
-        "--serve", action="store_true", help="serve the report folder on 127.0.0.1"
-    )
+    report.add_argument("--serve", action="store_true", help="serve the report folder on 127.0.0.1")
     report.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000)")
     report.set_defaults(handler=cmd_report)
     return parser

@@ -37,12 +37,16 @@ def gate_failure_message(gate: GateResult, report: str) -> str:
 
 
 def _build_layers(
-    spark: SparkSession, settings: Settings, config: LakehouseConfig, log: Callable[[str], None]
+    spark: SparkSession,
+    settings: Settings,
+    config: LakehouseConfig,
+    log: Callable[[str], None],
+    take_locks: bool,
 ) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
     """Each layer's build step, returning the counts the summary keeps."""
 
     def bronze() -> dict[str, Any]:
-        ingest(spark, settings, config, log=log)
+        ingest(spark, settings, config, log=log, take_locks=take_locks)
         return bronze_totals(spark)
 
     def silver() -> dict[str, Any]:
@@ -75,13 +79,17 @@ def run_pipeline(
     settings: Settings,
     config: LakehouseConfig,
     log: Callable[[str], None] = print,
+    take_locks: bool = True,
 ) -> int:
-    """Run bronze -> gate -> silver -> gate -> gold -> gate; return the process exit code."""
+    """Run bronze -> gate -> silver -> gate -> gold -> gate; return the process exit code.
+
+    ``take_locks=False`` when the caller already holds every source's ingest lock.
+    """
     summary = RunSummary()
     status = "failed"
     failed_gate: GateResult | None = None
     try:
-        for layer, build in _build_layers(spark, settings, config, log):
+        for layer, build in _build_layers(spark, settings, config, log, take_locks):
             started = time.time()
             summary.layers[layer] = build()
             summary.timings[layer] = time.time() - started

@@ -54,3 +54,39 @@ def test_invalid_config_names_the_key(tmp_path: Path):
     assert out.returncode == 2
     assert "sources[x].format: expected one of debezium" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_a_second_run_on_the_same_lake_refuses_at_once(tmp_path: Path):
+    import os
+    import signal
+    import time
+
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "a.jsonl").write_text(
+        '{"topic":"t","partition":0,"offset":0,"key":null,"value":null}\n'
+    )
+    config = tmp_path / "config" / "sources.yml"
+    config.parent.mkdir()
+    config.write_text(
+        "sources:\n  - name: only\n    format: db2\n    landing: landing\n    entities:\n"
+        "      - {name: t, table: t, key: [id], columns: {id: bigint}}\n"
+    )
+    args = [*LAKEHOUSE, "--config", str(config), "--lake-root", str(tmp_path / "lake"), "run"]
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    first = subprocess.Popen(
+        args, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        lock = tmp_path / "lake" / "_state" / "locks" / "ingest-only.lock"
+        deadline = time.time() + 60
+        while not (lock.exists() and lock.read_text().strip()) and time.time() < deadline:
+            time.sleep(0.1)
+        started = time.time()
+        second = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+        assert second.returncode == 3
+        assert time.time() - started < 10
+        assert f"an ingest of source 'only' is already running (pid {first.pid}" in second.stderr
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
