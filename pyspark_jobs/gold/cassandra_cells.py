@@ -21,22 +21,24 @@ CELL_OPS = ("patch", "delete")
 
 
 def _cells_of_changes(changes: DataFrame) -> DataFrame:
-    return changes.where(F.col("op") == "patch").select(
-        F.col("record_key").alias("_record_key"),
-        F.explode("changes").alias("column", "cell"),
-    ).select(
-        "_record_key",
-        "column",
-        F.col("cell.ts").alias("ts"),
-        (F.col("cell.op") == "delete").alias("is_tombstone"),
-        F.col("cell.value").alias("value"),
+    return (
+        changes.where(F.col("op") == "patch")
+        .select(
+            F.col("record_key").alias("_record_key"),
+            F.explode("changes").alias("column", "cell"),
+        )
+        .select(
+            "_record_key",
+            "column",
+            F.col("cell.ts").alias("ts"),
+            (F.col("cell.op") == "delete").alias("is_tombstone"),
+            F.col("cell.value").alias("value"),
+        )
     )
 
 
 def _cells_of_current(current: DataFrame) -> DataFrame:
-    exploded = current.select(
-        "_record_key", "_image", F.explode("_cell_ts").alias("column", "ts")
-    )
+    exploded = current.select("_record_key", "_image", F.explode("_cell_ts").alias("column", "ts"))
     value = F.col("_image")[F.col("column")]
     return exploded.select(
         "_record_key",
@@ -51,7 +53,13 @@ def _cells_of_current(current: DataFrame) -> DataFrame:
 def _cells_of_tombstones(tombstones: DataFrame) -> DataFrame:
     return tombstones.select(
         F.col("record_key").alias("_record_key"), F.explode("cell_ts").alias("column", "ts")
-    ).select("_record_key", "column", "ts", F.lit(True).alias("is_tombstone"), F.lit(None).cast("string").alias("value"))
+    ).select(
+        "_record_key",
+        "column",
+        "ts",
+        F.lit(True).alias("is_tombstone"),
+        F.lit(None).cast("string").alias("value"),
+    )
 
 
 def _sorted_entries(m: Column) -> Column:
@@ -81,14 +89,26 @@ def fold_cells(
     old_deletes = tombstones.select(
         F.col("record_key").alias("_record_key"), F.col("seq")[0].alias("deleted_ts")
     )
-    deletion = row_deletes.unionByName(old_deletes).groupBy("_record_key").agg(
-        F.max("deleted_ts").alias("deleted_ts")
+    deletion = (
+        row_deletes.unionByName(old_deletes)
+        .groupBy("_record_key")
+        .agg(F.max("deleted_ts").alias("deleted_ts"))
     )
 
     cells = (
         _cells_of_changes(changes)
         .unionByName(_cells_of_current(current))
-        .unionByName(_cells_of_tombstones(tombstones))
+        # A live row's own cells are the truth; the tombstone of a key that is live again
+        # only contributes its deletion time, not its (older) cell times as tombstones.
+        .unionByName(
+            _cells_of_tombstones(
+                tombstones.join(
+                    current.select(F.col("_record_key").alias("record_key")),
+                    "record_key",
+                    "left_anti",
+                )
+            )
+        )
     )
     winners = cells.groupBy("_record_key", "column").agg(
         F.max_by(
@@ -173,7 +193,9 @@ def fold_cells(
         & (F.col("_old_ts") == _sorted_entries(F.col("_cell_ts")))
         & (F.col("_old_image") == _sorted_entries(F.col("_image")))
     )
-    state = state.join(before, "_record_key", "left").where(~unchanged).drop("_old_ts", "_old_image")
+    state = (
+        state.join(before, "_record_key", "left").where(~unchanged).drop("_old_ts", "_old_image")
+    )
     old_tombs = tombstones.select(
         F.col("record_key").alias("_record_key"),
         F.col("seq").alias("_old_tomb"),
