@@ -138,8 +138,10 @@ def fold_cells(
             )
         ).alias("_all"),
         F.map_from_entries(F.collect_list(F.struct("column", "ts"))).alias("_cell_ts"),
-        F.max("deleted_ts").alias("deleted_ts"),
     )
+    # A key whose only news is a row delete has no cells at all: it must still get its
+    # state (not live) and its tombstone, or a later older write would resurrect it.
+    per_key = touched.join(per_key, "_record_key", "left").join(deletion, "_record_key", "left")
     # The row names the latest change it reflects: a late older write that sets a cell
     # does not move _seq back.
     latest = (
