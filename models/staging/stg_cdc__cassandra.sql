@@ -100,13 +100,7 @@ final as (
                 cell -> json_object_keys(cell) is null
             ) then 'a Cassandra cell is not an object'
         end as problem,
-        topic,
-        `partition`,
-        `offset`,
-        kafka_timestamp,
-        ingested_at,
-        batch_id,
-        bronze_commit_version
+        {{ bronze_lineage_columns() }}
     from cells
 )
 

@@ -38,13 +38,7 @@ final as (
             when value is not null and value_fields is null then 'value is not a JSON object'
             when value is null and key_fields is null then 'delete without a key object'
         end as problem,
-        topic,
-        `partition`,
-        `offset`,
-        kafka_timestamp,
-        ingested_at,
-        batch_id,
-        bronze_commit_version
+        {{ bronze_lineage_columns() }}
     from fields
 )
 

@@ -83,13 +83,7 @@ final as (
             when dbz_op not in ('c', 'r', 'u', 'd') then concat('unknown op code: ', dbz_op)
             when dbz_op in ('c', 'r', 'u') and after_image is null then 'upsert without an after image'
         end as problem,
-        topic,
-        `partition`,
-        `offset`,
-        kafka_timestamp,
-        ingested_at,
-        batch_id,
-        bronze_commit_version
+        {{ bronze_lineage_columns() }}
     from fields
 )
 

@@ -105,13 +105,7 @@ final as (
         end as position,
         value is null as is_noop,
         patch_problem as problem,
-        topic,
-        `partition`,
-        `offset`,
-        kafka_timestamp,
-        ingested_at,
-        batch_id,
-        bronze_commit_version
+        {{ bronze_lineage_columns() }}
     from whole_patch
 )
 

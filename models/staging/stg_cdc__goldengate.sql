@@ -48,13 +48,7 @@ final as (
             when pos is null then 'no pos position'
             when gg_op in ('I', 'U') and after_image is null then 'upsert without an after image'
         end as problem,
-        topic,
-        `partition`,
-        `offset`,
-        kafka_timestamp,
-        ingested_at,
-        batch_id,
-        bronze_commit_version
+        {{ bronze_lineage_columns() }}
     from fields
 )
 

@@ -96,13 +96,7 @@ final as (
             when cdc_op != 'delete' and after_image is null
                 then 'upsert without an after image (payload.after is not an object)'
         end as problem,
-        topic,
-        `partition`,
-        `offset`,
-        kafka_timestamp,
-        ingested_at,
-        batch_id,
-        bronze_commit_version
+        {{ bronze_lineage_columns() }}
     from images
 )
 

@@ -84,13 +84,7 @@ final as (
             when operation_type != 'DELETE' and after_image is null
                 then 'upsert without an after image'
         end as problem,
-        topic,
-        `partition`,
-        `offset`,
-        kafka_timestamp,
-        ingested_at,
-        batch_id,
-        bronze_commit_version
+        {{ bronze_lineage_columns() }}
     from typed
 )
 

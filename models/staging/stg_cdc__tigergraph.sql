@@ -118,13 +118,7 @@ final as (
                 )
             ) then 'an attribute change has no known op'
         end as problem,
-        topic,
-        `partition`,
-        `offset`,
-        kafka_timestamp,
-        ingested_at,
-        batch_id,
-        bronze_commit_version
+        {{ bronze_lineage_columns() }}
     from parsed
 )
 

@@ -1,0 +1,15 @@
+{#
+    bronze_lineage_columns()
+
+    The bronze lineage columns every staging model ends with, in the staging contract's
+    order (docs/architecture.md), so the union in int_change_log__keyed lines up.
+#}
+{% macro bronze_lineage_columns() -%}
+        topic,
+        `partition`,
+        `offset`,
+        kafka_timestamp,
+        ingested_at,
+        batch_id,
+        bronze_commit_version
+{%- endmacro %}
