@@ -42,14 +42,14 @@ bench: setup ## measure the pipeline on generated data (not part of `make test`)
 	$(BIN)/python -m benchmarks.run
 
 lint: setup ## ruff, mypy and sqlfluff
-	$(BIN)/ruff check pyspark_jobs tests
-	$(BIN)/ruff format --check pyspark_jobs tests
+	$(BIN)/ruff check pyspark_jobs tests benchmarks
+	$(BIN)/ruff format --check pyspark_jobs tests benchmarks
 	$(BIN)/mypy pyspark_jobs
 	$(BIN)/sqlfluff lint models macros
 
 format: setup ## apply ruff's formatting and fixes
-	$(BIN)/ruff format pyspark_jobs tests
-	$(BIN)/ruff check --fix pyspark_jobs tests
+	$(BIN)/ruff format pyspark_jobs tests benchmarks
+	$(BIN)/ruff check --fix pyspark_jobs tests benchmarks
 
 dbt-run: setup ## analysts: `dbt run` with the committed profile (after `make run`)
 	$(BIN)/dbt run --profiles-dir .

@@ -35,7 +35,7 @@ class Context:
         self._spark = None
 
     @property
-    def spark(self):  # type: ignore[no-untyped-def]
+    def spark(self):
         if self._spark is None:
             from pyspark_jobs.session import get_spark
 

@@ -124,7 +124,7 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
     ``config/sources.yml``). ``${VAR}`` in Kafka settings is read from ``environ``, so
     secrets never sit in committed files.
 
-    >>> load_config("config/sources.yml").source("inventory_debezium").format  # doctest: +SKIP
+    >>> load_config("config/sources.yml").source("shop_debezium").format  # doctest: +SKIP
     'debezium'
     """
     path = Path(path)

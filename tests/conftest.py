@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import LakehouseConfig, load_config
@@ -58,3 +59,18 @@ def sample_config() -> LakehouseConfig:
 
 def samples_dir() -> Path:
     return PROJECT_ROOT / "data" / "samples"
+
+
+def copy_of_samples(folder: Path, sources: Collection[str] | None = None) -> LakehouseConfig:
+    """The committed sample config (or only the named ``sources``), written under
+    ``folder`` with each landing folder copied there, so a test may land more files."""
+    raw = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    raw["sources"] = [s for s in raw["sources"] if sources is None or s["name"] in sources]
+    for source in raw["sources"]:
+        copy = folder / "landing" / source["name"]
+        shutil.copytree(PROJECT_ROOT / source["landing"], copy)
+        source["landing"] = str(copy)
+    path = folder / "config" / "sources.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return load_config(path)

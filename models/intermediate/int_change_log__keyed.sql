@@ -62,7 +62,8 @@ key_checks as (
         end as key_parts,
         case
             when key_text is null or op = 'truncate' then null
-            when not exists(object_parts, v -> v is null)
+            when
+                not exists(object_parts, v -> v is null)
                 and array_join(object_parts, '_') != key_text
                 then concat(
                     'key does not match the key columns of the row: ', key_text, ' vs ',

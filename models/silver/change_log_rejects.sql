@@ -7,12 +7,13 @@ with
 
 rejected as (
     select * from {{ ref('int_change_log__keyed') }}
-    where reject_reason is not null
-    {% if is_incremental() %}
-        and bronze_commit_version > (
-            select coalesce(max(lineage.bronze_commit_version), -1) from {{ this }}
-        )
-    {% endif %}
+    where
+        reject_reason is not null
+        {% if is_incremental() %}
+            and bronze_commit_version > (
+                select coalesce(max(lineage.bronze_commit_version), -1) from {{ this }}
+            )
+        {% endif %}
 ),
 
 first_delivery as (

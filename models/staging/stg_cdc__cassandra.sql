@@ -68,10 +68,13 @@ final as (
                     )
                 ),
                 case
-                    when cql_op in ('i', 'c') then map(
-                        '__row_marker__',
-                        named_struct('op', 'set', 'value', cast(null as string), 'ts', write_ts_us)
-                    )
+                    when cql_op in ('i', 'c')
+                        then map(
+                            '__row_marker__',
+                            named_struct(
+                                'op', 'set', 'value', cast(null as string), 'ts', write_ts_us
+                            )
+                        )
                     else cast(map() as map<string, struct<op: string, value: string, ts: bigint>>)
                 end
             )

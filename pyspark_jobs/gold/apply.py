@@ -196,10 +196,14 @@ def apply_gold(
             if after < up_to:
                 family = fold_family(source, entity)
                 report.changes = sum(
-                    n for s, t, v, n in counts if s == source.name and t == entity.table and v > after
+                    n
+                    for s, t, v, n in counts
+                    if s == source.name and t == entity.table and v > after
                 )
                 source_news = sum(n for s, _, v, n in counts if s == source.name and v > after)
-                new_here = new.where((F.col("source") == source.name) & (F.col("_commit_version") > after))
+                new_here = new.where(
+                    (F.col("source") == source.name) & (F.col("_commit_version") > after)
+                )
                 if family in REFOLD_FAMILIES and source_news:
                     history = change_log_as_of(spark, up_to).where(F.col("source") == source.name)
                     apply_table(spark, source, entity, new_here, report, history)
@@ -211,7 +215,11 @@ def apply_gold(
             log(
                 f"gold {report.table}: {report.changes} new changes, +{report.inserted} "
                 f"~{report.updated} -{report.deleted}, {report.rows} rows"
-                + (f", {report.cast_errors} rows with values that do not cast" if report.cast_errors else "")
+                + (
+                    f", {report.cast_errors} rows with values that do not cast"
+                    if report.cast_errors
+                    else ""
+                )
             )
             reports.append(report)
     finally:

@@ -24,8 +24,10 @@ def latest_version(spark: SparkSession, table: str) -> int:
 
 def applied_versions(spark: SparkSession) -> DataFrame:
     """``table_name``, ``silver_version`` of the last change-log version applied per table."""
-    return spark.table(PROGRESS_TABLE).groupBy("table_name").agg(
-        F.max("silver_version").alias("silver_version")
+    return (
+        spark.table(PROGRESS_TABLE)
+        .groupBy("table_name")
+        .agg(F.max("silver_version").alias("silver_version"))
     )
 
 
@@ -33,7 +35,11 @@ def changes_between(spark: SparkSession, after_version: int, up_to_version: int)
     """Change-log rows committed in versions ``(after_version, up_to_version]``, with the
     ``_commit_version`` that added each (tables further along filter on it)."""
     if after_version >= up_to_version:
-        return spark.table(CHANGE_LOG_TABLE).withColumn("_commit_version", F.lit(0).cast("bigint")).limit(0)
+        return (
+            spark.table(CHANGE_LOG_TABLE)
+            .withColumn("_commit_version", F.lit(0).cast("bigint"))
+            .limit(0)
+        )
     return (
         spark.read.format("delta")
         .option("readChangeFeed", "true")

@@ -116,7 +116,9 @@ def fold_documents(events: DataFrame, value_columns: list[str]) -> DataFrame:
         F.array(*[F.col("s.image")[c] for c in value_columns]).cast("array<string>"),
     )
     last = F.try_element_at("h", F.lit(-1))
-    last_delete = F.try_element_at(F.filter("h", lambda e: e["op"].isin("delete", "truncate")), F.lit(-1))
+    last_delete = F.try_element_at(
+        F.filter("h", lambda e: e["op"].isin("delete", "truncate")), F.lit(-1)
+    )
     return as_net_state(
         folded.select(
             "_record_key",

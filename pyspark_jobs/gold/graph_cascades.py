@@ -36,7 +36,8 @@ def edge_cascade_deletes(edge_events: DataFrame, source_history: DataFrame) -> D
     ``entity_kind`` ``vertex`` and ``entity`` = vertex type).
     """
     edges = edge_events.select(
-        "_record_key", *[_key_part(k).alias(k) for k in ("from_type", "from_uid", "to_type", "to_uid")]
+        "_record_key",
+        *[_key_part(k).alias(k) for k in ("from_type", "from_uid", "to_type", "to_uid")],
     ).distinct()
     vertex = source_history.where(F.col("entity_kind") == "vertex")
     deleted = vertex.where(F.col("op") == "delete").select(
@@ -50,7 +51,10 @@ def edge_cascade_deletes(edge_events: DataFrame, source_history: DataFrame) -> D
     # Two equi-joins (from side, to side) instead of one OR join, which Spark would run
     # as a nested loop.
     hits = [
-        edges.join(deleted, (edges[f"{end}_type"] == deleted.v_type) & (edges[f"{end}_uid"] == deleted.v_uid))
+        edges.join(
+            deleted,
+            (edges[f"{end}_type"] == deleted.v_type) & (edges[f"{end}_uid"] == deleted.v_uid),
+        )
         for end in ("from", "to")
     ] + [edges.join(emptied, edges[f"{end}_type"] == emptied.v_type) for end in ("from", "to")]
     cascades = hits[0].select("_record_key", *EVENT_COLUMNS[1:])

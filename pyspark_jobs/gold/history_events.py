@@ -13,7 +13,16 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-EVENT_COLUMNS = ("_record_key", "seq", "change_id", "op", "changes", "row_image", "source", "event_ts")
+EVENT_COLUMNS = (
+    "_record_key",
+    "seq",
+    "change_id",
+    "op",
+    "changes",
+    "row_image",
+    "source",
+    "event_ts",
+)
 TABLE_WIDE_KEY = "{}"
 
 
@@ -47,7 +56,9 @@ def affected_events(events: DataFrame, new_change_ids: DataFrame) -> DataFrame:
     )
     # A change counts once per key even if it reached the log twice (a defence in depth:
     # silver already keeps one row per change_id).
-    return events.join(keys, "_record_key", "left_semi").dropDuplicates(["_record_key", "change_id"])
+    return events.join(keys, "_record_key", "left_semi").dropDuplicates(
+        ["_record_key", "change_id"]
+    )
 
 
 def sorted_history(events: DataFrame) -> DataFrame:

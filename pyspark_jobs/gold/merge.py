@@ -67,7 +67,13 @@ def current_images(spark: SparkSession, entity: Entity) -> DataFrame:
         F.array(*[F.col(c).cast("string") for c in entity.value_columns]).cast("array<string>"),
     )
     return table.select(
-        "_record_key", "_seq", image.alias("_image"), "_cell_ts", "_change_id", "_source", "_event_ts"
+        "_record_key",
+        "_seq",
+        image.alias("_image"),
+        "_cell_ts",
+        "_change_id",
+        "_source",
+        "_event_ts",
     )
 
 
@@ -76,11 +82,15 @@ def merge_into_gold(spark: SparkSession, rows: DataFrame, entity: Entity) -> Mer
     target = DeltaTable.forName(spark, gold_table_name(entity))
     data_columns = [*entity.columns, "_record_key", "_seq", "_change_id", "_source"]
     data_columns += ["_event_ts", "_updated_at", "_cell_ts"]
-    assign = {f"`{c}`": f"s.`{c}`" for c in data_columns}
+    assign: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in data_columns}
     merge = target.alias("t").merge(rows.alias("s"), "t._record_key = s._record_key")
     if entity.soft_delete:
-        live_assign = {**assign, "_deleted": "false", "_deleted_at": "null"}
-        gone_assign = {
+        live_assign: dict[str, str | Column] = {
+            **assign,
+            "_deleted": "false",
+            "_deleted_at": "null",
+        }
+        gone_assign: dict[str, str | Column] = {
             "_deleted": "true",
             "_deleted_at": "s._event_ts",
             "_seq": "s._seq",
@@ -141,7 +151,8 @@ def merge_tombstones(spark: SparkSession, rows: DataFrame, entity: Entity) -> No
 def expire_tombstones(spark: SparkSession, retention_days: int) -> None:
     """Forget tombstones older than the retention: their keys may be re-created freely."""
     DeltaTable.forName(spark, TOMBSTONES_TABLE).delete(
-        F.col("recorded_at") < F.expr(f"current_timestamp() - make_interval(0, 0, 0, {int(retention_days)})")
+        F.col("recorded_at")
+        < F.expr(f"current_timestamp() - make_interval(0, 0, 0, {int(retention_days)})")
     )
 
 

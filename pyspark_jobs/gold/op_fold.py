@@ -29,7 +29,7 @@ _EMPTY_IMAGE = "map<string, string>"
 _CHANGES = "map<string, struct<op: string, value: string, ts: bigint>>"
 
 
-def _step(types: Column):  # type: ignore[no-untyped-def]
+def _step(types: Column):
     def step(acc: Column, x: Column) -> Column:
         existed = acc["exists"]
         op = x["op"]
@@ -62,7 +62,9 @@ def _step(types: Column):  # type: ignore[no-untyped-def]
     return step
 
 
-def fold_history(events: DataFrame, columns: Mapping[str, str], value_columns: list[str]) -> DataFrame:
+def fold_history(
+    events: DataFrame, columns: Mapping[str, str], value_columns: list[str]
+) -> DataFrame:
     """Net state of every key in ``events`` (each key's FULL history), by ordered fold.
 
     ``columns``: declared column -> type (selects each attribute's op category).
@@ -75,7 +77,9 @@ def fold_history(events: DataFrame, columns: Mapping[str, str], value_columns: l
         first.alias("last"),
         F.lit(None).cast("array<bigint>").alias("deleted_seq"),
     )
-    folded = history.select("_record_key", F.aggregate("h", start, _step(categories(columns))).alias("s"))
+    folded = history.select(
+        "_record_key", F.aggregate("h", start, _step(categories(columns))).alias("s")
+    )
     image = F.map_from_arrays(
         F.array(*[F.lit(c) for c in value_columns]).cast("array<string>"),
         F.array(*[F.col("s.image")[c] for c in value_columns]).cast("array<string>"),
@@ -106,11 +110,16 @@ def changed_states(net: DataFrame, current: DataFrame) -> DataFrame:
     key gold does not hold has nothing to delete.
     """
     old = current.select(
-        "_record_key", F.col("_seq").alias("_old_seq"), _entries(F.col("_image")).alias("_old_image")
+        "_record_key",
+        F.col("_seq").alias("_old_seq"),
+        _entries(F.col("_image")).alias("_old_image"),
     )
     joined = net.join(old, "_record_key", "left")
     in_gold = F.col("_old_seq").isNotNull()
-    same = in_gold & F.col("_live") & (F.col("_old_seq") == F.col("_seq")) & (
-        F.col("_old_image") == _entries(F.col("_image"))
+    same = (
+        in_gold
+        & F.col("_live")
+        & (F.col("_old_seq") == F.col("_seq"))
+        & (F.col("_old_image") == _entries(F.col("_image")))
     )
     return joined.where(~same & (F.col("_live") | in_gold)).drop("_old_seq", "_old_image")

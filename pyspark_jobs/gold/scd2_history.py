@@ -10,7 +10,7 @@ and open none.
 from __future__ import annotations
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import Entity
@@ -41,7 +41,9 @@ def ensure_history_table(spark: SparkSession, entity: Entity) -> None:
     existing = {f.name.lower() for f in spark.table(name).schema.fields}
     missing = [(c, t) for c, t in wanted if c.lower() not in existing]
     if missing:
-        spark.sql(f"alter table {name} add columns ({', '.join(f'{quote(c)} {t}' for c, t in missing)})")
+        spark.sql(
+            f"alter table {name} add columns ({', '.join(f'{quote(c)} {t}' for c, t in missing)})"
+        )
 
 
 def versions(rows: DataFrame, entity: Entity) -> DataFrame:
@@ -57,7 +59,9 @@ def versions(rows: DataFrame, entity: Entity) -> DataFrame:
 def merge_history(spark: SparkSession, rows: DataFrame, entity: Entity) -> None:
     """Close and open versions for the applied states ``rows`` (typed gold rows)."""
     source = versions(rows, entity)
-    insert = {quote(c): f"s.{quote(c)}" for c in [*entity.columns, "_record_key", "_seq", "_change_id"]}
+    insert: dict[str, str | Column] = {
+        quote(c): f"s.{quote(c)}" for c in [*entity.columns, "_record_key", "_seq", "_change_id"]
+    }
     insert |= {"valid_from": "s._event_ts", "valid_to": "null", "is_current": "true"}
     (
         DeltaTable.forName(spark, history_table_name(entity))

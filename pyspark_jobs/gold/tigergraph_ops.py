@@ -105,7 +105,9 @@ def _list_text(items: Column, quoted: Column) -> Column:
 
 
 def _map_entries(text: Column) -> Column:
-    return F.coalesce(F.from_json(text, "map<string, string>"), F.create_map().cast("map<string, string>"))
+    return F.coalesce(
+        F.from_json(text, "map<string, string>"), F.create_map().cast("map<string, string>")
+    )
 
 
 def _quoted_map(text: Column) -> Column:
@@ -150,11 +152,15 @@ def _json_op(op: Column, old: Column, val: Column) -> Column:
     maps = (
         F.when(
             op.isin("Add", "ReplaceOrAdd"),
-            _map_text(F.map_zip_with(old_map, val_map, lambda _, a, b: F.coalesce(b, a)), map_quoted),
+            _map_text(
+                F.map_zip_with(old_map, val_map, lambda _, a, b: F.coalesce(b, a)), map_quoted
+            ),
         )
         .when(
             op == "Minus",
-            _map_text(F.map_filter(old_map, lambda k, _: ~F.array_contains(removed_keys, k)), map_quoted),
+            _map_text(
+                F.map_filter(old_map, lambda k, _: ~F.array_contains(removed_keys, k)), map_quoted
+            ),
         )
         .otherwise(val)
     )

@@ -29,6 +29,9 @@ from great_expectations.core.expectation_validation_result import (  # noqa: E40
 )
 from great_expectations.data_context import FileDataContext  # noqa: E402
 from great_expectations.data_context.types.base import ProgressBarsConfig  # noqa: E402
+from great_expectations.data_context.types.resource_identifiers import (  # noqa: E402
+    ValidationResultIdentifier,
+)
 
 DATASOURCE = "lakehouse"
 BATCH = "whole frame"
@@ -125,6 +128,8 @@ def build_docs(context: FileDataContext, since: datetime.datetime | None = None)
     fresh = [
         key
         for key in context.validation_results_store.list_keys()
-        if key.run_id.run_time is not None and key.run_id.run_time >= since
+        if isinstance(key, ValidationResultIdentifier)
+        and key.run_id.run_time is not None
+        and key.run_id.run_time >= since
     ]
     context.build_data_docs(resource_identifiers=fresh)

@@ -14,7 +14,7 @@ from tests.bronze.conftest import record_line, write_config
 from tests.bronze.processes import Lakehouse, group_alive
 from tests.support.kafka_broker import KafkaBroker
 
-FILES = 30
+FILES = 16
 
 
 def _is_batch_line(line: str) -> bool:
@@ -136,7 +136,7 @@ def test_kill_9_kafka_source_loses_and_duplicates_nothing(
         broker.create_topic("cdc.t", partitions=2)
         records = [
             (f'{{"id":{n}}}'.encode(), None if n % 9 == 0 else f'{{"n":{n}}}'.encode(), n % 2)
-            for n in range(40)
+            for n in range(28)
         ]
         coords = broker.produce("cdc.t", records)
         expected = sorted(

@@ -38,12 +38,34 @@ def change(
     """One change-log row; its change_id is derived from what identifies the change."""
     rk = record_key(key)
     position = "|".join(str(s) for s in seq)
-    change_id = hashlib.sha256(f"{source.name}|{entity.name}|{rk}|{op}|{position}".encode()).hexdigest()
+    change_id = hashlib.sha256(
+        f"{source.name}|{entity.name}|{rk}|{op}|{position}".encode()
+    ).hexdigest()
     image = None if row is None else json.dumps(row, separators=(",", ":"))
-    cells = None if changes is None else {c: {"op": o, "value": v, "ts": t} for c, (o, v, t) in changes.items()}
-    event_ts = datetime.fromtimestamp(seq[0] / 1000 if seq[0] < 10**12 * 10 else seq[0] / 10**6, tz=timezone.utc).replace(tzinfo=None)
-    return (change_id, source.name, source.format, entity.name, entity.kind, entity.table, rk, op,
-            seq, event_ts, image, cells, position, {"topic": "t", "offset": 0})
+    cells = (
+        None
+        if changes is None
+        else {c: {"op": o, "value": v, "ts": t} for c, (o, v, t) in changes.items()}
+    )
+    event_ts = datetime.fromtimestamp(
+        seq[0] / 1000 if seq[0] < 10**12 * 10 else seq[0] / 10**6, tz=timezone.utc
+    ).replace(tzinfo=None)
+    return (
+        change_id,
+        source.name,
+        source.format,
+        entity.name,
+        entity.kind,
+        entity.table,
+        rk,
+        op,
+        seq,
+        event_ts,
+        image,
+        cells,
+        position,
+        {"topic": "t", "offset": 0},
+    )
 
 
 def create_change_log(spark: SparkSession) -> None:
@@ -68,7 +90,9 @@ def append(spark: SparkSession, rows: Iterable[tuple], dedupe: bool = True) -> N
 
 
 def config(*sources: Source, retention_days: int = 30) -> LakehouseConfig:
-    return LakehouseConfig(path=Path("test.yml"), sources=sources, tombstone_retention_days=retention_days)
+    return LakehouseConfig(
+        path=Path("test.yml"), sources=sources, tombstone_retention_days=retention_days
+    )
 
 
 def rows(spark: SparkSession, table: str, columns: list[str]) -> list[tuple]:

@@ -9,7 +9,12 @@ from pyspark_jobs.gold.apply import apply_gold
 from tests.gold.changelog import append, change, config, create_change_log, rows
 
 MARKER = "__row_marker__"
-PEOPLE = Entity("ks.people", "people", ("id",), {"id": "bigint", "name": "string", "email": "string", "phone": "string"})
+PEOPLE = Entity(
+    "ks.people",
+    "people",
+    ("id",),
+    {"id": "bigint", "name": "string", "email": "string", "phone": "string"},
+)
 PAIRS = Entity("ks.pairs", "pairs", ("a", "b"), {"a": "bigint", "b": "string"})
 CASS = Source("cass", "cassandra", (PEOPLE, PAIRS), landing=None)
 
@@ -30,22 +35,33 @@ def delete(entity, key, ts):
 
 def test_cells_resolve_by_write_time_across_batches(spark: SparkSession, empty_lake):
     create_change_log(spark)
-    append(spark, [
-        insert(PEOPLE, {"id": 1}, 100, name="a", email="a@"),
-        insert(PEOPLE, {"id": 2}, 100, name="b", email="b@"),
-        update(PEOPLE, {"id": 2}, 300, email="b-new@"),
-        insert(PAIRS, {"a": 1, "b": "x"}, 100),
-        insert(PAIRS, {"a": 2, "b": "y"}, 100),
-    ])
+    append(
+        spark,
+        [
+            insert(PEOPLE, {"id": 1}, 100, name="a", email="a@"),
+            insert(PEOPLE, {"id": 2}, 100, name="b", email="b@"),
+            update(PEOPLE, {"id": 2}, 300, email="b-new@"),
+            insert(PAIRS, {"a": 1, "b": "x"}, 100),
+            insert(PAIRS, {"a": 2, "b": "y"}, 100),
+            # A key whose only news is a row delete: it has no cells, but keeps a tombstone.
+            delete(PEOPLE, {"id": 3}, 500),
+        ],
+    )
     apply_gold(spark, config(CASS), log=lambda _: None)
-    append(spark, [
-        # A late older write loses to the newer cell but sets the cell never written since.
-        update(PEOPLE, {"id": 1}, 50, name="old", phone="p"),
-        # A row delete at 200 hides the cells written at or before 200, not the one at 300.
-        delete(PEOPLE, {"id": 2}, 200),
-        delete(PAIRS, {"a": 1, "b": "x"}, 200),
-        delete(PAIRS, {"a": 2, "b": "y"}, 50),  # older than the insert: changes nothing
-    ])
+    append(
+        spark,
+        [
+            # A late older write loses to the newer cell but sets the cell never written since.
+            update(PEOPLE, {"id": 1}, 50, name="old", phone="p"),
+            # A row delete at 200 hides the cells written at or before 200, not the one at 300.
+            delete(PEOPLE, {"id": 2}, 200),
+            delete(PAIRS, {"a": 1, "b": "x"}, 200),
+            delete(PAIRS, {"a": 2, "b": "y"}, 50),  # older than the insert: changes nothing
+            # Writes older than key 3's delete, arriving after it: they must not resurrect it.
+            insert(PEOPLE, {"id": 3}, 400, name="late"),
+            update(PEOPLE, {"id": 3}, 450, email="late@"),
+        ],
+    )
     apply_gold(spark, config(CASS), log=lambda _: None)
     assert rows(spark, "gold.people", ["id", "name", "email", "phone", "_seq", "_cell_ts"]) == [
         (1, "a", "a@", "p", [100, 0, 100], {MARKER: 100, "name": 100, "email": 100, "phone": 50}),

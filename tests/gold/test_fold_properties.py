@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import example, HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -23,7 +23,9 @@ from tests.gold.changelog import append, change, config, create_change_log
 MARKER = "__row_marker__"
 ROWS = Entity("T", "prop_rows", ("id",), {"id": "bigint", "a": "string", "b": "bigint"})
 CELLS = Entity("ks.t", "prop_cells", ("id",), {"id": "bigint", "a": "string", "b": "string"})
-VERTS = Entity("V", "prop_verts", ("uid",), {"uid": "string", "n": "bigint", "s": "string"}, kind="vertex")
+VERTS = Entity(
+    "V", "prop_verts", ("uid",), {"uid": "string", "n": "bigint", "s": "string"}, kind="vertex"
+)
 ROW_SRC = Source("p_rows", "opencdc", (ROWS,), landing=None)
 CELL_SRC = Source("p_cells", "cassandra", (CELLS,), landing=None)
 TG_SRC = Source("p_tg", "tigergraph", (VERTS,), landing=None)
@@ -55,19 +57,23 @@ def deliveries(ops: st.SearchStrategy) -> st.SearchStrategy:
             st.just(xs),
             st.permutations(list(range(1, len(xs) + 1))),
             st.lists(st.integers(0, BATCHES - 1), min_size=len(xs), max_size=len(xs)),
-            st.lists(st.one_of(st.none(), st.integers(0, BATCHES - 1)), min_size=len(xs), max_size=len(xs)),
+            st.lists(
+                st.one_of(st.none(), st.integers(0, BATCHES - 1)),
+                min_size=len(xs),
+                max_size=len(xs),
+            ),
         )
     )
 
 
 def expected_rows(ops, seqs):
-    last = max(zip(seqs, ops))
+    last = max(zip(seqs, ops, strict=False))
     return None if last[1][0] == "delete" else (last[1][1], last[1][2], [last[0]])
 
 
 def expected_cells(ops, seqs):
     writes, deleted = {}, 0
-    for (kind, a, b), ts in zip(ops, seqs):
+    for (kind, a, b), ts in zip(ops, seqs, strict=False):
         if kind == "delete":
             deleted = max(deleted, ts)
             continue
@@ -84,7 +90,9 @@ def expected_cells(ops, seqs):
 
 def expected_vertex(ops, seqs):
     exists, n, s, last = False, None, None, None
-    for (kind, n_op, n_val, s_op, s_val), seq in sorted(zip(ops, seqs), key=lambda x: x[1]):
+    for (kind, n_op, n_val, s_op, s_val), seq in sorted(
+        zip(ops, seqs, strict=False), key=lambda x: x[1]
+    ):
         if kind == "delete":
             exists, n, s, last = False, None, None, seq
             continue
@@ -118,8 +126,11 @@ def cell_change(k, op, seq):
     kind, a, b = op
     if kind == "delete":
         return change(CELL_SRC, CELLS, {"id": k}, "delete", [seq])
-    cells = {c: ("delete" if v == "DEL" else "set", None if v == "DEL" else v, seq)
-             for c, v in {"a": a, "b": b}.items() if v is not None}
+    cells = {
+        c: ("delete" if v == "DEL" else "set", None if v == "DEL" else v, seq)
+        for c, v in {"a": a, "b": b}.items()
+        if v is not None
+    }
     if kind == "insert":
         cells[MARKER] = ("set", None, seq)
     return change(CELL_SRC, CELLS, {"id": k}, "patch", [seq], changes=cells)
@@ -128,7 +139,9 @@ def cell_change(k, op, seq):
 def tg_change(k, op, seq):
     kind, n_op, n_val, s_op, s_val = op
     changes = {c: (o, str(v), None) for c, o, v in (("n", n_op, n_val), ("s", s_op, s_val)) if o}
-    return change(TG_SRC, VERTS, {"uid": k}, kind, [seq], changes=None if kind == "delete" else changes)
+    return change(
+        TG_SRC, VERTS, {"uid": k}, kind, [seq], changes=None if kind == "delete" else changes
+    )
 
 
 @pytest.fixture(scope="module")
@@ -138,19 +151,26 @@ def lake(spark: SparkSession, settings):
 
 
 def gold(spark, table, key, columns, keys):
-    found = {r[0]: tuple(r[1:]) for r in spark.table(table).where(F.col(key).isin(keys))
-             .select(key, *columns).collect()}
+    found = {
+        r[0]: tuple(r[1:])
+        for r in spark.table(table).where(F.col(key).isin(keys)).select(key, *columns).collect()
+    }
     return found
 
 
 # No shrinking: each example runs the job twice, so shrinking would take many minutes;
-# the falsifying example is printed as generated.
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck),
-          phases=(Phase.explicit, Phase.reuse, Phase.generate))
+# the falsifying example is printed as generated. A run of the job costs the same for one
+# key or twenty, so examples are few and carry many keys each.
+@settings(
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+)
 @given(
-    rows=st.lists(deliveries(row_op), min_size=1, max_size=3),
-    cells=st.lists(deliveries(cell_op), min_size=1, max_size=3),
-    verts=st.lists(deliveries(tg_op), min_size=1, max_size=3),
+    rows=st.lists(deliveries(row_op), min_size=3, max_size=8),
+    cells=st.lists(deliveries(cell_op), min_size=3, max_size=8),
+    verts=st.lists(deliveries(tg_op), min_size=3, max_size=8),
 )
 # Found by this test: the tombstone of a key that came back to life turned the live row's
 # cells into cell tombstones on the next batch (b = 'zz' lost).
@@ -158,8 +178,13 @@ def gold(spark, table, key, columns, keys):
     rows=[([("delete", "y", 1), ("delete", "x", -1)], [2, 1], [0, 0], [None, 0])],
     cells=[
         (
-            [("delete", "DEL", "DEL"), ("update", "DEL", None), ("insert", "DEL", None),
-             ("insert", "DEL", None), ("insert", "DEL", "zz")],
+            [
+                ("delete", "DEL", "DEL"),
+                ("update", "DEL", None),
+                ("insert", "DEL", None),
+                ("insert", "DEL", None),
+                ("insert", "DEL", "zz"),
+            ],
             [1, 2, 4, 5, 3],
             [0, 1, 1, 1, 0],
             [None, None, None, None, 1],
@@ -168,9 +193,13 @@ def gold(spark, table, key, columns, keys):
     ],
     verts=[
         (
-            [("delete", "Min", 3, "Overwrite", "zz"), ("patch", "Minus", -1, None, "zz"),
-             ("patch", "Minus", -4, "Add", "x"), ("patch", "Add", -3, "Overwrite", "zz"),
-             ("insert_if_absent", "Max", -1, "Add", "x")],
+            [
+                ("delete", "Min", 3, "Overwrite", "zz"),
+                ("patch", "Minus", -1, None, "zz"),
+                ("patch", "Minus", -4, "Add", "x"),
+                ("patch", "Add", -3, "Overwrite", "zz"),
+                ("insert_if_absent", "Max", -1, "Add", "x"),
+            ],
             [3, 5, 1, 4, 2],
             [0, 0, 0, 0, 1],
             [None, 1, None, None, None],
@@ -181,13 +210,15 @@ def test_gold_equals_reference_fold(spark: SparkSession, lake, rows, cells, vert
     example = next(_examples)
     batches: list[list[tuple]] = [[] for _ in range(BATCHES)]
     expected: dict[str, dict] = {"rows": {}, "cells": {}, "verts": {}}
-    families = (("rows", rows, row_change, expected_rows, lambda i: example * 10 + i),
-                ("cells", cells, cell_change, expected_cells, lambda i: example * 10 + i),
-                ("verts", verts, tg_change, expected_vertex, lambda i: f"{example}-{i}"))
+    families = (
+        ("rows", rows, row_change, expected_rows, lambda i: example * 10 + i),
+        ("cells", cells, cell_change, expected_cells, lambda i: example * 10 + i),
+        ("verts", verts, tg_change, expected_vertex, lambda i: f"{example}-{i}"),
+    )
     for name, keyed, make, reference, key_of in families:
         for i, (ops, seqs, batch, redelivery) in enumerate(keyed):
             k = key_of(i)
-            for op, seq, b, again in zip(ops, seqs, batch, redelivery):
+            for op, seq, b, again in zip(ops, seqs, batch, redelivery, strict=False):
                 batches[b].append(make(k, op, seq))
                 if again is not None:
                     batches[again].append(make(k, op, seq))
@@ -200,9 +231,12 @@ def test_gold_equals_reference_fold(spark: SparkSession, lake, rows, cells, vert
     def present(found):
         return {k: v for k, v in found.items() if v is not None}
 
-    assert gold(spark, "gold.prop_rows", "id", ["a", "b", "_seq"], list(expected["rows"])) == \
-        present(expected["rows"])
-    assert gold(spark, "gold.prop_cells", "id", ["a", "b", "_cell_ts"], list(expected["cells"])) == \
-        present(expected["cells"])
-    assert gold(spark, "gold.prop_verts", "uid", ["n", "s", "_seq"], list(expected["verts"])) == \
-        present(expected["verts"])
+    assert gold(
+        spark, "gold.prop_rows", "id", ["a", "b", "_seq"], list(expected["rows"])
+    ) == present(expected["rows"])
+    assert gold(
+        spark, "gold.prop_cells", "id", ["a", "b", "_cell_ts"], list(expected["cells"])
+    ) == present(expected["cells"])
+    assert gold(
+        spark, "gold.prop_verts", "uid", ["n", "s", "_seq"], list(expected["verts"])
+    ) == present(expected["verts"])

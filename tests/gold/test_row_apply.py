@@ -22,14 +22,23 @@ def delete(key: int, seq: int) -> tuple:
     return change(DB2, ITEMS, {"id": key}, "delete", [seq])
 
 
-
 def test_deletes_truncates_and_late_changes_never_resurrect(spark: SparkSession, empty_lake):
     create_change_log(spark)
     cfg = config(DB2)
     # Key 1: insert, delete, late older insert, all in one batch.
     # Key 2: insert and delete now, the late older insert in the next batch.
-    append(spark, [up(1, 1, "a"), delete(1, 3), up(1, 2, "late"), up(2, 1, "b"), delete(2, 3),
-                   up(3, 1, "c"), up(5, 5, "e")])
+    append(
+        spark,
+        [
+            up(1, 1, "a"),
+            delete(1, 3),
+            up(1, 2, "late"),
+            up(2, 1, "b"),
+            delete(2, 3),
+            up(3, 1, "c"),
+            up(5, 5, "e"),
+        ],
+    )
     apply_gold(spark, cfg, log=lambda _: None)
     assert rows(spark, "gold.items", ["id", "name", "_seq"]) == [(3, "c", [1]), (5, "e", [5])]
 
@@ -58,48 +67,87 @@ def test_deletes_truncates_and_late_changes_never_resurrect(spark: SparkSession,
     ]
 
 
-USERS = Entity("USERS", "users", ("id",), {"id": "bigint", "name": "string", "n": "bigint"},
-               soft_delete=True, history=True)
-USERS_V2 = Entity("USERS", "users", ("id",),
-                  {"id": "bigint", "name": "string", "n": "bigint", "email": "string"},
-                  soft_delete=True, history=True)
+USERS = Entity(
+    "USERS",
+    "users",
+    ("id",),
+    {"id": "bigint", "name": "string", "n": "bigint"},
+    soft_delete=True,
+    history=True,
+)
+USERS_V2 = Entity(
+    "USERS",
+    "users",
+    ("id",),
+    {"id": "bigint", "name": "string", "n": "bigint", "email": "string"},
+    soft_delete=True,
+    history=True,
+)
 
 
 def test_soft_delete_history_cast_failures_and_new_columns(spark: SparkSession, empty_lake):
     src = Source("crm", "goldengate", (USERS,), landing=None)
     create_change_log(spark)
-    first = [change(src, USERS, {"id": 1}, "upsert", [1000], row={"id": 1, "name": "a", "n": "1"}),
-             change(src, USERS, {"id": 2}, "upsert", [1000], row={"id": 2, "name": "b", "n": "abc"})]
+    first = [
+        change(src, USERS, {"id": 1}, "upsert", [1000], row={"id": 1, "name": "a", "n": "1"}),
+        change(src, USERS, {"id": 2}, "upsert", [1000], row={"id": 2, "name": "b", "n": "abc"}),
+    ]
     append(spark, first)
     apply_gold(spark, config(src), log=lambda _: None)
-    second = [change(src, USERS, {"id": 1}, "upsert", [2000], row={"id": 1, "name": "a", "n": "2"}),
-              change(src, USERS, {"id": 2}, "delete", [2000])]
+    second = [
+        change(src, USERS, {"id": 1}, "upsert", [2000], row={"id": 1, "name": "a", "n": "2"}),
+        change(src, USERS, {"id": 2}, "delete", [2000]),
+    ]
     append(spark, second)
     apply_gold(spark, config(src), log=lambda _: None)
     # A late older upsert of the soft-deleted key does not revive it.
-    append(spark, [change(src, USERS, {"id": 2}, "upsert", [1500], row={"id": 2, "name": "x", "n": "5"})])
+    append(
+        spark,
+        [change(src, USERS, {"id": 2}, "upsert", [1500], row={"id": 2, "name": "x", "n": "5"})],
+    )
     apply_gold(spark, config(src), log=lambda _: None)
     t1, t2 = datetime(1970, 1, 1, 0, 0, 1), datetime(1970, 1, 1, 0, 0, 2)
-    assert rows(spark, "gold.users", ["id", "name", "n", "_seq", "_change_id", "_deleted", "_deleted_at"]) == [
+    assert rows(
+        spark, "gold.users", ["id", "name", "n", "_seq", "_change_id", "_deleted", "_deleted_at"]
+    ) == [
         (1, "a", 2, [2000], second[0][0], False, None),
         (2, "b", None, [2000], second[1][0], True, t2),
     ]
-    assert rows(spark, "gold.users_history", ["id", "name", "n", "_seq", "valid_from", "valid_to", "is_current"]) == [
+    assert rows(
+        spark,
+        "gold.users_history",
+        ["id", "name", "n", "_seq", "valid_from", "valid_to", "is_current"],
+    ) == [
         (1, "a", 1, [1000], t1, t2, False),
         (1, "a", 2, [2000], t2, None, True),
         (2, "b", None, [1000], t1, t2, False),
     ]
-    assert rows(spark, "lakehouse.gold_cast_failures",
-                ["table_name", "record_key", "column_name", "raw_value", "declared_type", "change_id"]) == [
+    assert rows(
+        spark,
+        "lakehouse.gold_cast_failures",
+        ["table_name", "record_key", "column_name", "raw_value", "declared_type", "change_id"],
+    ) == [
         ("users", '{"id":"2"}', "n", "abc", "bigint", first[1][0]),
     ]
 
     # A newly declared column is added to the existing tables and filled from then on.
     src2 = Source("crm", "goldengate", (USERS_V2,), landing=None)
-    append(spark, [change(src2, USERS_V2, {"id": 1}, "upsert", [3000],
-                          row={"id": 1, "name": "a", "n": "2", "email": "a@x"})])
+    append(
+        spark,
+        [
+            change(
+                src2,
+                USERS_V2,
+                {"id": 1},
+                "upsert",
+                [3000],
+                row={"id": 1, "name": "a", "n": "2", "email": "a@x"},
+            )
+        ],
+    )
     apply_gold(spark, config(src2), log=lambda _: None)
     assert rows(spark, "gold.users", ["id", "name", "n", "email", "_deleted"]) == [
-        (1, "a", 2, "a@x", False), (2, "b", None, None, True),
+        (1, "a", 2, "a@x", False),
+        (2, "b", None, None, True),
     ]
     assert "email" in spark.table("gold.users_history").columns

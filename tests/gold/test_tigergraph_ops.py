@@ -38,8 +38,14 @@ CASES = [
     ("Minus", '["a","b","a","c"]', '["a"]', "json", True, '["b","c"]'),
     ("Minus", "[1,2,3]", "[2]", "json", True, "[1,3]"),
     ("Minus", '{"a":"x","b":"y"}', '["a"]', "json", True, '{"b":"y"}'),
-    ("ReplaceOrAdd", '{"2011-10-20":"old","k":"v"}', '{"2011-10-20":"i: 2, s: m2"}', "json", True,
-     '{"2011-10-20":"i: 2, s: m2","k":"v"}'),
+    (
+        "ReplaceOrAdd",
+        '{"2011-10-20":"old","k":"v"}',
+        '{"2011-10-20":"i: 2, s: m2"}',
+        "json",
+        True,
+        '{"2011-10-20":"i: 2, s: m2","k":"v"}',
+    ),
     ("ReplaceOrAdd", None, '{"2011-10-20":"x"}', "json", True, '{"2011-10-20":"x"}'),
     ("ReplaceOrAdd", "abc", "xyz", "text", True, "xyz"),
 ]
@@ -50,13 +56,27 @@ def test_every_op_on_every_value_kind(spark: SparkSession):
         [c[:5] for c in CASES], "op string, old string, val string, cat string, existed boolean"
     )
     got = frame.select(
-        "op", "old", "val",
-        apply_op(F.col("op"), F.col("old"), F.col("val"), F.col("cat"), F.col("existed")).alias("new"),
+        "op",
+        "old",
+        "val",
+        apply_op(F.col("op"), F.col("old"), F.col("val"), F.col("cat"), F.col("existed")).alias(
+            "new"
+        ),
     ).collect()
     assert [tuple(r) for r in got] == [(op, old, val, want) for op, old, val, _, _, want in CASES]
 
 
 def test_declared_types_map_to_categories():
-    assert [category(t) for t in ("bigint", "int", "double", "decimal(10,2)", "boolean", "json",
-                                  "string", "timestamp")] == [
-        "int", "int", "real", "real", "bool", "json", "text", "text"]
+    assert [
+        category(t)
+        for t in (
+            "bigint",
+            "int",
+            "double",
+            "decimal(10,2)",
+            "boolean",
+            "json",
+            "string",
+            "timestamp",
+        )
+    ] == ["int", "int", "real", "real", "bool", "json", "text", "text"]

@@ -31,8 +31,14 @@ def test_silver_accounts_changes_redeliveries_rejects_noops_and_flags_the_rest(
     row = silver_reconciliation(sources, raw, log, rejects).first().asDict()
 
     assert row == {
-        "source": "s", "bronze_records": 5, "changes": 1, "redelivered": 1, "rejected": 1,
-        "noops": 1, "unaccounted": 1, "reject_rate": 0.2,
+        "source": "s",
+        "bronze_records": 5,
+        "changes": 1,
+        "redelivered": 1,
+        "rejected": 1,
+        "noops": 1,
+        "unaccounted": 1,
+        "reject_rate": 0.2,
     }
 
 
@@ -58,8 +64,15 @@ def test_gold_counts_deleted_unlogged_and_missing_keys(spark: SparkSession):
     row = gold_reconciliation(tables, live, log).first().asDict()
 
     assert row == {
-        "table": "gold.t", "entity_kind": "row", "schema_differences": None, "live_rows": 3,
-        "expected_live_keys": 2, "deleted_keys_live": 1, "live_keys_not_in_log": 1,
-        "expected_keys_missing": 1, "partial_changes": 0, "unlogged_keys_allowed": 0,
+        "table": "gold.t",
+        "entity_kind": "row",
+        "schema_differences": None,
+        "live_rows": 3,
+        "expected_live_keys": 2,
+        "deleted_keys_live": 1,
+        "live_keys_not_in_log": 1,
+        "expected_keys_missing": 1,
+        "partial_changes": 0,
+        "unlogged_keys_allowed": 0,
         "missing_keys_allowed": 0,
     }

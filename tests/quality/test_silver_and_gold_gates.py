@@ -1,9 +1,10 @@
 """The silver and gold gates on the samples: pass on good data, stop the run on bad data.
 
-One good pipeline run for the module; the tests then break one layer at a time (a null
-key in gold, then a duplicate change_id in silver), show the run stops there with exit
-code 1, names the failure in its output and in the report, leaves the next layer alone
-and keeps the failing layer's data. Tests run in file order and build on each other.
+One good pipeline run for the module (two of the sample sources); the tests then break
+one layer at a time (a null key in gold, then a duplicate change_id in silver), show the
+run stops there with exit code 1, names the failure in its output and in the report,
+leaves the next layer alone and keeps the failing layer's data. Tests run in file order
+and build on each other.
 """
 
 from __future__ import annotations
@@ -15,10 +16,18 @@ from pyspark.sql import functions as F
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.gold.tables import gold_table_name
 from pyspark_jobs.settings import Settings
-from tests.conftest import reset_lake
+from tests.conftest import copy_of_samples, reset_lake
 from tests.quality.support import cli, latest_run, report_text, run_logged, table_version
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def sample_config(tmp_path_factory: pytest.TempPathFactory) -> LakehouseConfig:
+    """Two of the samples' sources: enough for every gate, at a third of the run time."""
+    return copy_of_samples(
+        tmp_path_factory.mktemp("gates"), {"shop_debezium", "inventory_cassandra"}
+    )
 
 
 @pytest.fixture(scope="module")
