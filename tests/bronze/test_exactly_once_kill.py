@@ -70,12 +70,22 @@ KILLS: list[tuple[str, Callable[[Lakehouse], None]]] = [
 ]
 
 
-def kill_repeatedly_then_finish(lake: Path, config: Path, max_per_batch: str) -> list[str]:
-    """Start ``lakehouse ingest`` and SIGKILL its process group at each point of KILLS,
-    then run it to completion (exit 0)."""
+# The Kafka source shares the checkpoint and idempotent write the file test kills at
+# every point; its own risk is the offsets, so it is killed where offsets are in flight.
+KAFKA_KILLS = [KILLS[1], KILLS[3], KILLS[4]]
+
+
+def kill_repeatedly_then_finish(
+    lake: Path,
+    config: Path,
+    max_per_batch: str,
+    points: list[tuple[str, Callable[[Lakehouse], None]]] = KILLS,
+) -> list[str]:
+    """Start ``lakehouse ingest`` and SIGKILL its process group at each of the kill
+    ``points``, then run it to completion (exit 0)."""
     kills: list[str] = []
     started = time.monotonic()
-    for where, wait in KILLS:
+    for where, wait in points:
         proc = Lakehouse(lake, config, "ingest", "--max-per-batch", max_per_batch)
         wait(proc)
         if proc.proc.poll() is not None:  # finished before the kill: nothing left to kill
@@ -87,7 +97,7 @@ def kill_repeatedly_then_finish(lake: Path, config: Path, max_per_batch: str) ->
 
     final = Lakehouse(lake, config, "ingest", "--max-per-batch", max_per_batch)
     assert final.finish(timeout=300) == 0, final.errors[-10:]
-    assert len(kills) >= 5, kills
+    assert len(kills) >= len(points) - 1, kills
     print(f"kills: {kills}; total {time.monotonic() - started:.0f} s")
     return kills
 
@@ -148,7 +158,7 @@ def test_kill_9_kafka_source_loses_and_duplicates_nothing(
         config = write_config(tmp_path, [{"name": "events", "kafka": kafka}])
         lake = tmp_path / "lake"
 
-        kill_repeatedly_then_finish(lake, config, "2")
+        kill_repeatedly_then_finish(lake, config, "2", KAFKA_KILLS)
 
     raw = spark.read.format("delta").load(str(lake / "warehouse" / "bronze.db" / "cdc_raw"))
     got = sorted(
