@@ -12,6 +12,7 @@ import yaml
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import LakehouseConfig, load_config
+from pyspark_jobs.gold.tables import gold_table_name
 from pyspark_jobs.session import get_spark
 from pyspark_jobs.settings import DEFAULT_CONFIG, PROJECT_ROOT, Settings
 
@@ -74,3 +75,8 @@ def copy_of_samples(folder: Path, sources: Collection[str] | None = None) -> Lak
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return load_config(path)
+
+
+def gold_table_names(config: LakehouseConfig) -> list[str]:
+    """``gold.<table>`` of every entity of ``config``, in file order."""
+    return [gold_table_name(e) for _, e in config.tables()]

@@ -17,10 +17,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.gold.tables import gold_table_name
+from pyspark_jobs.gold.change_feed import latest_version
 from pyspark_jobs.pipeline import run_pipeline
 from pyspark_jobs.settings import Settings
-from tests.conftest import copy_of_samples, reset_lake
+from tests.conftest import copy_of_samples, gold_table_names, reset_lake
 
 pytestmark = pytest.mark.slow
 
@@ -32,8 +32,9 @@ def gold_rows(spark: SparkSession, table: str, columns: list[str]) -> list[tuple
     return sorted(tuple(r) for r in spark.table(table).select(*columns).collect())
 
 
-def table_version(spark: SparkSession, table: str) -> int:
-    return spark.sql(f"describe history {table} limit 1").first()["version"]
+def snapshot(spark: SparkSession, table: str) -> tuple[int, list[tuple]]:
+    """The table's Delta version and all its rows: equal snapshots, nothing written."""
+    return latest_version(spark, table), gold_rows(spark, table, spark.table(table).columns)
 
 
 @pytest.fixture(scope="module")
@@ -47,10 +48,6 @@ def first_run(spark: SparkSession, settings: Settings, config: LakehouseConfig) 
     reset_lake(spark, settings)
     assert run_pipeline(spark, settings, config, log=lambda _: None) == 0
     return settings
-
-
-def all_gold_tables(config: LakehouseConfig) -> list[str]:
-    return [gold_table_name(e) for _, e in config.tables()]
 
 
 def test_debezium_gold_rows_are_the_samples_net_state(spark: SparkSession, first_run: Settings):
@@ -245,7 +242,7 @@ def test_entity_patches_build_nested_documents(spark: SparkSession, first_run: S
 def test_gold_metadata_names_the_last_applied_change(
     spark: SparkSession, first_run: Settings, config: LakehouseConfig
 ):
-    for table in all_gold_tables(config):
+    for table in gold_table_names(config):
         if table == "gold.tg_company":
             continue  # comp2 exists only implicitly, as the source of an edge (see below)
         gold = spark.table(table).alias("g")
@@ -263,15 +260,10 @@ def test_gold_metadata_names_the_last_applied_change(
 
 
 def test_second_run_changes_nothing(spark: SparkSession, first_run: Settings, config):
-    before = {
-        t: (table_version(spark, t), gold_rows(spark, t, spark.table(t).columns))
-        for t in ["bronze.cdc_raw", "silver.change_log", *all_gold_tables(config)]
-    }
+    tables = ["bronze.cdc_raw", "silver.change_log", *gold_table_names(config)]
+    before = {t: snapshot(spark, t) for t in tables}
     assert run_pipeline(spark, first_run, config, log=lambda _: None) == 0
-    after = {
-        t: (table_version(spark, t), gold_rows(spark, t, spark.table(t).columns)) for t in before
-    }
-    assert after == before
+    assert {t: snapshot(spark, t) for t in tables} == before
 
 
 def test_bronze_keeps_every_sample_record(spark: SparkSession, first_run: Settings):
@@ -307,11 +299,9 @@ def test_samples_landed_again_under_new_offsets_leave_gold_unchanged(
     change with a later seq, re-applied in the same order, so those rows end with the
     same values and move only their change metadata.
     """
-    tables = all_gold_tables(config)
+    tables = gold_table_names(config)
     data = {t: [c for c in spark.table(t).columns if not c.startswith("_")] for t in tables}
-    before = {
-        t: (table_version(spark, t), gold_rows(spark, t, spark.table(t).columns)) for t in tables
-    }
+    before = {t: snapshot(spark, t) for t in tables}
     values_before = {t: gold_rows(spark, t, data[t]) for t in tables}
     for source in config.sources:
         assert source.landing is not None
@@ -332,9 +322,5 @@ def test_samples_landed_again_under_new_offsets_leave_gold_unchanged(
     for table in tables:
         assert gold_rows(spark, table, data[table]) == values_before[table], table
         if table not in moved:
-            after = (
-                table_version(spark, table),
-                gold_rows(spark, table, spark.table(table).columns),
-            )
-            assert after == before[table], table
+            assert snapshot(spark, table) == before[table], table
     assert gold_rows(spark, "gold.crm_users", ["USER_ID", "_seq"]) == [(123, [1002]), (125, [1004])]

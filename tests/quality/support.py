@@ -32,7 +32,3 @@ def latest_run(settings: Settings) -> dict:
 
 def report_text(settings: Settings) -> str:
     return (settings.reports_dir / "index.html").read_text()
-
-
-def table_version(spark: SparkSession, table: str) -> int:
-    return spark.sql(f"describe history {table} limit 1").first()["version"]

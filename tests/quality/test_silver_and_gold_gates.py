@@ -14,10 +14,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.gold.tables import gold_table_name
+from pyspark_jobs.gold.change_feed import latest_version
 from pyspark_jobs.settings import Settings
-from tests.conftest import copy_of_samples, reset_lake
-from tests.quality.support import cli, latest_run, report_text, run_logged, table_version
+from tests.conftest import copy_of_samples, gold_table_names, reset_lake
+from tests.quality.support import cli, latest_run, report_text, run_logged
 
 pytestmark = pytest.mark.slow
 
@@ -36,10 +36,6 @@ def good_run(
 ) -> tuple[int, str]:
     reset_lake(spark, settings)
     return run_logged(spark, settings, sample_config)
-
-
-def gold_tables(config: LakehouseConfig) -> list[str]:
-    return [gold_table_name(e) for _, e in config.tables()]
 
 
 def test_samples_pass_every_gate(good_run, settings: Settings):
@@ -102,7 +98,7 @@ def test_duplicate_change_id_stops_the_run_at_silver(
     good_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
 ):
     assert good_run[0] == 0
-    before_gold = {t: table_version(spark, t) for t in gold_tables(sample_config)}
+    before_gold = {t: latest_version(spark, t) for t in gold_table_names(sample_config)}
     progress_before = spark.table("lakehouse.gold_progress").orderBy("table_name").collect()
     spark.table("silver.change_log").limit(1).write.format("delta").mode("append").saveAsTable(
         "silver.change_log"
@@ -119,7 +115,7 @@ def test_duplicate_change_id_stops_the_run_at_silver(
     assert run["gates"]["bronze"]["success"] and not run["gates"]["silver"]["success"]
     assert "gold" not in run["gates"] and "gold" not in run["layers"]
     # gold untouched: no new table versions, nothing applied from the bad change log
-    assert {t: table_version(spark, t) for t in gold_tables(sample_config)} == before_gold
+    assert {t: latest_version(spark, t) for t in gold_table_names(sample_config)} == before_gold
     assert spark.table("lakehouse.gold_progress").orderBy("table_name").collect() == progress_before
     # the failing layer's data is still there, duplicate included
     dupes = spark.table("silver.change_log").groupBy("change_id").count().where("count > 1")
