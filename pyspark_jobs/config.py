@@ -6,6 +6,8 @@ so a scheduler's log says exactly what to fix.
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -72,6 +74,9 @@ class Entity:
     kind: str = "row"
     soft_delete: bool = False
     history: bool = False
+    # Declared default per value column (value text as silver writes it); TigerGraph
+    # vertices and edges only, where every attribute always has a value.
+    defaults: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def value_columns(self) -> tuple[str, ...]:
@@ -283,7 +288,7 @@ class _Parser:
 
     def entity(self, raw: Any, where: str) -> Entity:
         ent = self.mapping(raw, where)
-        allowed = {"name", "table", "key", "columns", "kind", "soft_delete", "history"}
+        allowed = {"name", "table", "key", "columns", "kind", "soft_delete", "history", "defaults"}
         unknown = set(ent) - allowed
         if unknown:
             raise self.fail(f"{where}.{sorted(unknown)[0]}", f"one of {', '.join(sorted(allowed))}")
@@ -312,6 +317,7 @@ class _Parser:
         kind = ent.get("kind", "row")
         if kind not in ENTITY_KINDS:
             raise self.fail(f"{where}.kind", f"one of {', '.join(ENTITY_KINDS)}, got {kind!r}")
+        defaults = self.defaults(ent.get("defaults"), f"{where}.defaults", kind, columns, key)
         return Entity(
             name=name,
             table=table,
@@ -320,4 +326,64 @@ class _Parser:
             kind=kind,
             soft_delete=self.flag(ent.get("soft_delete", False), f"{where}.soft_delete"),
             history=self.flag(ent.get("history", False), f"{where}.history"),
+            defaults=defaults,
         )
+
+    def defaults(
+        self,
+        raw: Any,
+        where: str,
+        kind: str,
+        columns: Mapping[str, str],
+        key: tuple[str, ...],
+    ) -> dict[str, str]:
+        """``column -> default value text``, each checked against the column's type."""
+        if raw is None:
+            return {}
+        if kind not in ("vertex", "edge"):
+            raise self.fail(where, "no defaults: they apply to vertex and edge entities only")
+        out: dict[str, str] = {}
+        for col, value in self.mapping(raw, where).items():
+            if col not in columns or col in key:
+                raise self.fail(f"{where}.{col}", "a declared column that is not a key column")
+            text = default_text(value, columns[col])
+            if text is None:
+                raise self.fail(f"{where}.{col}", f"a {columns[col]} value, got {value!r}")
+            out[col] = text
+        return out
+
+
+_INTEGER_TYPES = ("int", "bigint", "smallint", "tinyint")
+
+
+def default_text(value: Any, declared: str) -> str | None:
+    """A YAML default as silver's value text (strings unquoted, the rest as JSON), or
+    None when it is not a value of the declared type.
+
+    >>> default_text(5, "bigint"), default_text({"a": 1}, "json")
+    ('5', '{"a":1}')
+    """
+    if declared in _INTEGER_TYPES:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif declared in ("float", "double") or _DECIMAL.match(declared):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif declared == "boolean":
+        ok = isinstance(value, bool)
+    elif declared == "json":
+        return json.dumps(value, separators=(",", ":")) if isinstance(value, (list, dict)) else None
+    elif declared in ("timestamp", "date"):
+        ok = isinstance(value, (str, datetime.date))
+        value = value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else value
+        value = value.isoformat() if isinstance(value, datetime.date) else value
+        if ok and isinstance(value, str):
+            try:
+                datetime.datetime.fromisoformat(value)
+            except ValueError:
+                ok = False
+    else:
+        ok = isinstance(value, str)
+    if not ok:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -59,7 +59,10 @@ def _build_layers(
         return {
             "rows": {t.table: t.rows for t in tables},
             "applied": {t.table: t.changes for t in tables},
-            "cast_errors": {t.table: t.cast_errors for t in tables},
+            "rejected": {t.table: t.rejected for t in tables},
+            "freshness": {
+                t.table: t.newest_event_ts.isoformat() for t in tables if t.newest_event_ts
+            },
         }
 
     return [("bronze", bronze), ("silver", silver), ("gold", gold)]

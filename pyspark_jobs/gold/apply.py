@@ -1,62 +1,83 @@
-"""Gold apply job: new change-log rows -> fold per key -> one MERGE per gold table.
+"""Gold apply: new change-log rows -> one fold per family -> staged states -> MERGEs.
 
-Which fold a table gets (``fold_family``):
+A run costs what its changes cost, not what the configuration holds:
 
-- ``graph`` (TigerGraph vertices and edges) and ``document`` (entity-patches): ops that
-  do not commute, so every key with a new change is re-folded from its full history in
-  the change log (as of the version being applied), plus TigerGraph's silent cascades;
-- ``cells`` (Cassandra): per-cell last-write-wins against the gold row and tombstone;
-- ``rows`` (every other format): highest ``seq`` wins against the gold row and tombstone.
+1. The change-log rows not applied yet are read once (Delta's change data feed, from the
+   least advanced table) and counted per table in one small job.
+2. Each fold family folds all its tables that received changes at once (``table_name``
+   is part of every key; ``folds/``); a table with nothing new is not read.
+3. The net states of all families, each checked against its table's types
+   (``validation.py``), are committed once to ``lakehouse.gold_pending``
+   (``staging.py``) before anything else is written.
+4. From the staged states: one append of the diverted states to ``lakehouse.gold_rejects``,
+   one tombstone MERGE, then one MERGE per gold table with states (and its SCD2 history
+   table), run concurrently: commits to different Delta tables do not conflict.
+5. Progress (and each table's row count, from the MERGE metrics) is recorded for every
+   table of the run in one commit.
 
-The change feed is read once per run (from the least advanced table) and cached; each
-table filters it by its own progress.
+Every write after step 3 is safe to repeat with the same staged states, so a run killed
+anywhere is finished by the next one (``finish_staged_run``) before it folds anything new.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pyspark_jobs.config import Entity, LakehouseConfig, Source
-from pyspark_jobs.gold.cassandra_cells import fold_cells
+from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.gold.change_feed import (
     CHANGE_LOG_TABLE,
-    applied_versions,
+    Progress,
+    applied_progress,
     change_log_as_of,
-    changes_between,
     latest_version,
+    new_changes,
     record_progress,
 )
-from pyspark_jobs.gold.document_patch import fold_documents
-from pyspark_jobs.gold.graph_cascades import edge_cascade_deletes, implicit_vertices
-from pyspark_jobs.gold.history_events import affected_events, as_events, expand_truncates
+from pyspark_jobs.gold.folds import FAMILIES, FoldInputs
+from pyspark_jobs.gold.folds.events import affected_events, sorted_history
+from pyspark_jobs.gold.folds.shared import NET_STATE_SCHEMA
+from pyspark_jobs.gold.images import current_images
 from pyspark_jobs.gold.merge import (
-    current_images,
+    MergeMetrics,
     expire_tombstones,
     merge_into_gold,
     merge_tombstones,
-    record_cast_failures,
+    record_rejects,
     typed_rows,
 )
-from pyspark_jobs.gold.op_fold import changed_states, fold_history
-from pyspark_jobs.gold.row_fold import fold_rows
-from pyspark_jobs.gold.scd2_history import ensure_history_table, merge_history
-from pyspark_jobs.gold.tables import (
-    TOMBSTONES_TABLE,
-    ensure_gold_table,
-    ensure_state_tables,
-    gold_table_name,
+from pyspark_jobs.gold.scd2_history import (
+    ensure_history_table,
+    merge_history,
+    typed_versions,
+    versions,
 )
+from pyspark_jobs.gold.staging import (
+    StagedRun,
+    ensure_pending_table,
+    stage,
+    staged_states,
+    unfinished_run,
+)
+from pyspark_jobs.gold.table_specs import GoldTable, gold_tables, specs_frame
+from pyspark_jobs.gold.tables import TOMBSTONES_TABLE, ensure_gold_table, ensure_state_tables
+from pyspark_jobs.gold.typed_values import declared_types
+from pyspark_jobs.gold.validation import reject_reason
 
-REFOLD_FAMILIES = ("graph", "document")
+# MERGEs in flight at once: each is mostly driver-side planning and Delta log work for a
+# few rows, so a few overlap well even on two cores.
+MERGE_THREADS = 4
 
 
 @dataclass
 class TableApply:
-    """What one gold table received in this run."""
+    """What one gold table received in a run."""
 
     table: str
     source: str
@@ -64,104 +85,244 @@ class TableApply:
     inserted: int = 0
     updated: int = 0
     deleted: int = 0
-    cast_errors: int = 0
-    rows: int = 0
+    rejected: int = 0
+    rows: int | None = None
+    newest_event_ts: datetime | None = None
 
 
-def fold_family(source: Source, entity: Entity) -> str:
-    """``graph``, ``document``, ``cells`` or ``rows``: how this table's changes fold."""
-    if entity.kind in ("vertex", "edge") or source.format == "tigergraph":
-        return "graph"
-    if entity.kind == "document" or source.format == "debezium_patch":
-        return "document"
-    if source.format == "cassandra":
-        return "cells"
-    return "rows"
-
-
-def history_of_affected_keys(
-    entity: Entity, source_history: DataFrame, new_change_ids: DataFrame
-) -> DataFrame:
-    """Events of every key of ``entity`` that a new change (or its cascade) touches."""
-    own = as_events(source_history.where(F.col("table_name") == entity.table))
-    if entity.kind == "vertex":
-        own = own.unionByName(implicit_vertices(entity.name, entity.key[0], source_history))
-    events = expand_truncates(own)
-    if entity.kind == "edge":
-        events = events.unionByName(edge_cascade_deletes(events, source_history))
-    return affected_events(events, new_change_ids)
-
-
-def fold_changes(
-    source: Source,
-    entity: Entity,
-    changes: DataFrame,
-    current: DataFrame,
-    tombstones: DataFrame,
-    source_history: DataFrame | None = None,
-) -> DataFrame:
-    """The net state per touched key, by the fold the table's family needs.
-
-    ``changes``: the table's new change-log rows; for the re-fold families, the new rows
-    of the whole source (their ``change_id`` marks the affected keys) and
-    ``source_history`` the source's full change log.
-    """
-    family = fold_family(source, entity)
-    if family in REFOLD_FAMILIES:
-        assert source_history is not None, "re-fold families need the source's history"
-        events = history_of_affected_keys(entity, source_history, changes.select("change_id"))
-        if family == "graph":
-            net = fold_history(events, entity.columns, list(entity.value_columns))
-        else:
-            net = fold_documents(events, list(entity.value_columns))
-        return changed_states(net, current)
-    if family == "cells":
-        return fold_cells(changes, current, tombstones, list(entity.value_columns))
-    return fold_rows(changes, current, tombstones)
-
-
-def apply_table(
+def _fold_family(
     spark: SparkSession,
-    source: Source,
-    entity: Entity,
-    changes: DataFrame,
-    report: TableApply,
-    source_history: DataFrame | None = None,
-) -> None:
-    """Fold and MERGE one table's new changes (and its history table, cast failures)."""
-    tombstones = spark.table(TOMBSTONES_TABLE).where(F.col("table_name") == entity.table)
-    net = fold_changes(
-        source, entity, changes, current_images(spark, entity), tombstones, source_history
+    family_name: str,
+    tables: Sequence[GoldTable],
+    new: DataFrame,
+    up_to: int,
+) -> DataFrame:
+    """Net states (with their reject reason) of ``tables``, all of one family."""
+    family = FAMILIES[family_name]
+    specs = specs_frame(spark, tables)
+    names = F.broadcast(specs.select("table_name"))
+    types = declared_types(t.entity for t in tables)
+    history = None
+    if family.refolds:
+        sources = sorted({t.source.name for t in tables})
+        history = change_log_as_of(spark, up_to).where(F.col("source").isin(*sources))
+    inputs = FoldInputs(
+        changes=new.join(names, "table_name"),
+        current=current_images(spark, tables),
+        tombstones=spark.table(TOMBSTONES_TABLE).join(names, "table_name"),
+        specs=specs,
+        types=types,
+        history=history,
     )
-    # Materialised with its lineage cut: a persisted plan would be re-computed after the
-    # tombstone MERGE below (Spark re-caches plans that read a written table), and the
-    # re-computed fold would then see its own new tombstones and lose to them.
-    rows = typed_rows(net, entity).localCheckpoint(eager=True)
+    states = family.fold(inputs)
+    checked = states.join(
+        F.broadcast(specs.select("table_name", "key_columns", "value_columns", "types")),
+        "table_name",
+    )
+    return checked.select(*states.columns, reject_reason(types).alias("_reject_reason"))
+
+
+def _touched(
+    tables: Sequence[GoldTable], family_name: str, with_changes: set[str]
+) -> list[GoldTable]:
+    """The family's tables a run must fold: those with new changes; for the re-fold
+    families every table of a source with a new change (cascades cross tables)."""
+    own = [t for t in tables if t.family == family_name]
+    if FAMILIES[family_name].refolds:
+        sources = {t.source.name for t in own if t.table in with_changes}
+        return [t for t in own if t.source.name in sources]
+    return [t for t in own if t.table in with_changes]
+
+
+def fold_and_stage(
+    spark: SparkSession,
+    behind: Sequence[GoldTable],
+    applied: dict[str, int],
+    up_to: int,
+    reports: dict[str, TableApply],
+) -> StagedRun:
+    """Fold every change of ``behind`` up to ``up_to`` and commit the net states."""
+    new = new_changes(spark, applied, [t.table for t in behind], up_to).persist()
     try:
-        # One job for the three numbers that decide which writes are needed.
-        counts = rows.agg(
-            F.count("*").alias("n"),
-            F.count_if(F.col("_tomb_seq").isNotNull()).alias("tombs"),
-            F.count_if(F.size("_cast_errors") > 0).alias("failed"),
-        ).first()
-        assert counts is not None
-        if not counts["n"]:
-            return
-        report.cast_errors = counts["failed"]
-        if counts["failed"]:
-            record_cast_failures(spark, rows, entity)
-        if counts["tombs"]:
-            merge_tombstones(spark, rows, entity)
-        metrics = merge_into_gold(spark, rows, entity)
-        if entity.history:
-            merge_history(spark, rows, entity)
+        # Small by construction: one row per table that received changes.
+        for r in (
+            new.groupBy("table_name")
+            .agg(F.count(F.lit(1)).alias("n"), F.max("event_ts").alias("newest"))
+            .collect()
+        ):
+            reports[r["table_name"]].changes = int(r["n"])
+            reports[r["table_name"]].newest_event_ts = r["newest"]
+        with_changes = {name for name, r in reports.items() if r.changes}
+        folded = []
+        for family_name in FAMILIES:
+            touched = _touched(behind, family_name, with_changes)
+            if touched:
+                for table in touched:
+                    ensure_gold_table(spark, table.entity)
+                folded.append(_fold_family(spark, family_name, touched, new, up_to))
+        states = (
+            functools.reduce(DataFrame.unionByName, folded)
+            if folded
+            else spark.createDataFrame([], f"{NET_STATE_SCHEMA}, _reject_reason string")
+        )
+        return stage(spark, states, [t.table for t in behind], up_to)
+    finally:
+        new.unpersist()
+
+
+def _history(
+    spark: SparkSession,
+    table: GoldTable,
+    tables: Sequence[GoldTable],
+    new_change_ids: DataFrame,
+    run: StagedRun,
+) -> None:
+    """Rebuild the SCD2 history of the keys a run touched in ``table``."""
+    family = FAMILIES[table.family]
+    # The events of a key may come from other tables of its source (graph cascades).
+    related = [t for t in tables if t.family == table.family and t.source == table.source]
+    specs = specs_frame(spark, related)
+    log = change_log_as_of(spark, run.version).where(F.col("source") == table.source.name)
+    events = affected_events(family.events(log, specs), new_change_ids).where(
+        F.col("table_name") == table.table
+    )
+    states = family.states(sorted_history(events), specs)
+    rows = typed_versions(versions(states), table.entity).persist()
+    try:
+        rejected = rows.where(F.col("_problems").isNotNull())
+        if rejected.limit(1).count():
+            record_rejects(
+                spark,
+                rejected.select(
+                    F.lit(f"{table.table}_history").alias("table_name"),
+                    F.col("_record_key").alias("record_key"),
+                    F.col("_problems").alias("reason"),
+                    F.col("_change_id").alias("change_id"),
+                    F.col("_seq").alias("seq"),
+                    F.lit(table.source.name).alias("source"),
+                    F.col("valid_from").alias("event_ts"),
+                ),
+                run.version,
+            )
+        merge_history(
+            spark,
+            rows.where(F.col("_problems").isNull()),
+            states.select("_record_key"),
+            table.entity,
+        )
     finally:
         rows.unpersist()
-    report.inserted, report.updated, report.deleted = (
-        metrics.inserted,
-        metrics.updated,
-        metrics.deleted,
-    )
+
+
+def _apply_table(
+    spark: SparkSession,
+    table: GoldTable,
+    states: DataFrame,
+    has_states: bool,
+    tables: Sequence[GoldTable],
+    new_change_ids: DataFrame | None,
+    run: StagedRun,
+) -> MergeMetrics:
+    metrics = MergeMetrics()
+    if has_states:
+        mine = states.where((F.col("table_name") == table.table) & F.col("_reject_reason").isNull())
+        metrics = merge_into_gold(spark, typed_rows(mine, table.entity), table.entity)
+    if table.entity.history and new_change_ids is not None:
+        _history(spark, table, tables, new_change_ids, run)
+    return metrics
+
+
+def apply_staged(
+    spark: SparkSession,
+    tables: Sequence[GoldTable],
+    run: StagedRun,
+    progress: dict[str, Progress],
+    reports: dict[str, TableApply],
+) -> None:
+    """Write a staged run into gold: rejects, tombstones, then every table concurrently;
+    then record the run's progress. Safe to repeat."""
+    states = staged_states(spark, run)
+    # Small by construction: one row per table with states.
+    per_table = {
+        r["table_name"]: r
+        for r in states.groupBy("table_name")
+        .agg(
+            F.count_if(F.col("_reject_reason").isNull()).alias("merged"),
+            F.count_if(F.col("_reject_reason").isNotNull()).alias("rejected"),
+            F.count_if(F.col("_tomb_seq").isNotNull() & F.col("_reject_reason").isNull()).alias(
+                "tombs"
+            ),
+        )
+        .collect()
+    }
+    if any(r["rejected"] for r in per_table.values()):
+        record_rejects(
+            spark,
+            states.where(F.col("_reject_reason").isNotNull()).select(
+                "table_name",
+                F.col("_record_key").alias("record_key"),
+                F.col("_reject_reason").alias("reason"),
+                F.col("_change_id").alias("change_id"),
+                F.col("_seq").alias("seq"),
+                F.col("_source").alias("source"),
+                F.col("_event_ts").alias("event_ts"),
+            ),
+            run.version,
+        )
+    if any(r["tombs"] for r in per_table.values()):
+        merge_tombstones(spark, states.where(F.col("_reject_reason").isNull()))
+    in_run = [t for t in tables if t.table in run.tables]
+    new_change_ids = None
+    if any(t.entity.history for t in in_run):
+        for table in in_run:
+            if table.entity.history:
+                ensure_history_table(spark, table.entity)
+        applied = {t: p.version for t, p in progress.items()}
+        new_change_ids = new_changes(spark, applied, [t.table for t in in_run], run.version).select(
+            "change_id"
+        )
+    merged = {t: int(r["merged"]) for t, r in per_table.items()}
+    work = [t for t in in_run if merged.get(t.table) or t.entity.history]
+    metrics: dict[str, MergeMetrics] = {}
+    with ThreadPoolExecutor(max_workers=max(1, min(MERGE_THREADS, len(work)))) as pool:
+        futures = {
+            t.table: pool.submit(
+                _apply_table,
+                spark,
+                t,
+                states,
+                bool(merged.get(t.table)),
+                tables,
+                new_change_ids,
+                run,
+            )
+            for t in work
+        }
+        for name, future in futures.items():
+            metrics[name] = future.result()
+    row_counts: dict[str, int | None] = {}
+    for table in in_run:
+        done = metrics.get(table.table, MergeMetrics())
+        report = reports[table.table]
+        report.inserted += done.inserted
+        report.updated += done.updated
+        report.deleted += done.deleted
+        if table.table in per_table:
+            report.rejected += int(per_table[table.table]["rejected"])
+        report.rows = _rows_before(spark, table, progress) + done.inserted - done.deleted
+        row_counts[table.table] = report.rows
+    record_progress(spark, row_counts, run.version)
+
+
+def _rows_before(spark: SparkSession, table: GoldTable, progress: dict[str, Progress]) -> int:
+    """The table's row count before a run, from its progress (MERGE metrics)."""
+    before = progress.get(table.table)
+    if before is None:
+        return 0
+    if before.row_count is None:
+        # A lake from before row counts were kept: counted once, then carried forward.
+        return spark.table(table.name).count()
+    return before.row_count
 
 
 def apply_gold(
@@ -169,61 +330,38 @@ def apply_gold(
 ) -> list[TableApply]:
     """Apply every change-log row not yet applied to its gold table."""
     ensure_state_tables(spark)
+    ensure_pending_table(spark)
     if not spark.catalog.tableExists(CHANGE_LOG_TABLE):
         raise RuntimeError(f"{CHANGE_LOG_TABLE} does not exist yet: run `lakehouse silver` first")
+    tables = gold_tables(config)
+    for table in tables:
+        if not spark.catalog.tableExists(table.name):
+            ensure_gold_table(spark, table.entity)
+    reports = {t.table: TableApply(table=t.name, source=t.source.name) for t in tables}
+    progress = applied_progress(spark)
+    unfinished = unfinished_run(spark, {t: p.version for t, p in progress.items()})
+    if unfinished is not None:
+        log(
+            f"gold: finishing the run staged at change-log version {unfinished.version} "
+            f"({len(unfinished.tables)} tables)"
+        )
+        apply_staged(spark, tables, unfinished, progress, reports)
+        progress = applied_progress(spark)
     up_to = latest_version(spark, CHANGE_LOG_TABLE)
-    # One row per gold table: small by construction.
-    progress = {r["table_name"]: r["silver_version"] for r in applied_versions(spark).collect()}
-    tables = config.tables()
-    behind = {e.table: int(progress.get(e.table, -1)) for _, e in tables}
-    start = min(behind.values(), default=up_to)
-    new = changes_between(spark, start, up_to).persist()
-    # Small metadata: how many new rows per (source, table, commit version).
-    counts = [
-        (r["source"], r["table_name"], r["_commit_version"], r["n"])
-        for r in new.groupBy("source", "table_name", "_commit_version")
-        .agg(F.count("*").alias("n"))
-        .collect()
-    ]
-    reports, applied = [], []
-    try:
-        for source, entity in tables:
-            report = TableApply(table=gold_table_name(entity), source=source.name)
-            ensure_gold_table(spark, entity)
-            if entity.history:
-                ensure_history_table(spark, entity)
-            after = behind[entity.table]
-            if after < up_to:
-                family = fold_family(source, entity)
-                report.changes = sum(
-                    n
-                    for s, t, v, n in counts
-                    if s == source.name and t == entity.table and v > after
-                )
-                source_news = sum(n for s, _, v, n in counts if s == source.name and v > after)
-                new_here = new.where(
-                    (F.col("source") == source.name) & (F.col("_commit_version") > after)
-                )
-                if family in REFOLD_FAMILIES and source_news:
-                    history = change_log_as_of(spark, up_to).where(F.col("source") == source.name)
-                    apply_table(spark, source, entity, new_here, report, history)
-                elif report.changes:
-                    changes = new_here.where(F.col("table_name") == entity.table)
-                    apply_table(spark, source, entity, changes, report)
-                applied.append(entity.table)
-            report.rows = spark.table(report.table).count()
+    behind = [t for t in tables if progress.get(t.table, Progress(-1, None)).version < up_to]
+    if behind:
+        applied = {t: p.version for t, p in progress.items()}
+        run = fold_and_stage(spark, behind, applied, up_to, reports)
+        apply_staged(spark, tables, run, progress, reports)
+    for table in tables:
+        report = reports[table.table]
+        if report.rows is None:
+            report.rows = _rows_before(spark, table, progress)
+        if report.changes or report.inserted or report.updated or report.deleted:
             log(
                 f"gold {report.table}: {report.changes} new changes, +{report.inserted} "
                 f"~{report.updated} -{report.deleted}, {report.rows} rows"
-                + (
-                    f", {report.cast_errors} rows with values that do not cast"
-                    if report.cast_errors
-                    else ""
-                )
+                + (f", {report.rejected} states rejected" if report.rejected else "")
             )
-            reports.append(report)
-    finally:
-        new.unpersist()
-    record_progress(spark, applied, up_to)
     expire_tombstones(spark, config.tombstone_retention_days)
-    return reports
+    return [reports[t.table] for t in tables]

@@ -1,11 +1,14 @@
 """Which change-log rows gold has not applied yet, tracked by silver table version.
 
 Gold follows ``silver.change_log`` through Delta's change data feed: each gold table
-remembers the last change-log version it applied, so a run reads exactly the commits
-after it, whatever the wall clock says.
+remembers the last change-log version it applied (``lakehouse.gold_progress``), so a run
+reads exactly the commits after it, whatever the wall clock says.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -15,6 +18,14 @@ from pyspark_jobs.gold.tables import PROGRESS_TABLE
 CHANGE_LOG_TABLE = "silver.change_log"
 
 
+@dataclass(frozen=True)
+class Progress:
+    """A gold table's last applied change-log version and its row count then."""
+
+    version: int
+    row_count: int | None
+
+
 def latest_version(spark: SparkSession, table: str) -> int:
     """The table's current Delta version."""
     return int(
@@ -22,32 +33,45 @@ def latest_version(spark: SparkSession, table: str) -> int:
     )
 
 
-def applied_versions(spark: SparkSession) -> DataFrame:
-    """``table_name``, ``silver_version`` of the last change-log version applied per table."""
-    return (
+def applied_progress(spark: SparkSession) -> dict[str, Progress]:
+    """Per gold table, its latest progress row (one row per table: small)."""
+    latest = (
         spark.table(PROGRESS_TABLE)
         .groupBy("table_name")
-        .agg(F.max("silver_version").alias("silver_version"))
+        .agg(F.max_by(F.struct("silver_version", "row_count"), "silver_version").alias("p"))
+        .collect()
     )
+    return {
+        r["table_name"]: Progress(int(r["p"]["silver_version"]), r["p"]["row_count"])
+        for r in latest
+    }
 
 
-def changes_between(spark: SparkSession, after_version: int, up_to_version: int) -> DataFrame:
-    """Change-log rows committed in versions ``(after_version, up_to_version]``, with the
-    ``_commit_version`` that added each (tables further along filter on it)."""
-    if after_version >= up_to_version:
-        return (
-            spark.table(CHANGE_LOG_TABLE)
-            .withColumn("_commit_version", F.lit(0).cast("bigint"))
-            .limit(0)
-        )
-    return (
+def new_changes(
+    spark: SparkSession, applied: Mapping[str, int], tables: list[str], up_to_version: int
+) -> DataFrame:
+    """Change-log rows of ``tables`` committed after each table's applied version, up to
+    ``up_to_version`` (``applied``: table -> version; -1 for a table never applied).
+
+    The change data feed is read once, from the least advanced table.
+    """
+    after = {t: applied.get(t, -1) for t in tables}
+    start = min(after.values(), default=up_to_version)
+    if start >= up_to_version:
+        return spark.table(CHANGE_LOG_TABLE).limit(0)
+    feed = (
         spark.read.format("delta")
         .option("readChangeFeed", "true")
-        .option("startingVersion", after_version + 1)
+        .option("startingVersion", start + 1)
         .option("endingVersion", up_to_version)
         .table(CHANGE_LOG_TABLE)
         .where(F.col("_change_type") == "insert")
-        .drop("_change_type", "_commit_timestamp")
+    )
+    bounds = spark.createDataFrame(list(after.items()), "table_name string, _applied bigint")
+    return (
+        feed.join(F.broadcast(bounds), "table_name")
+        .where(F.col("_commit_version") > F.col("_applied"))
+        .drop("_change_type", "_commit_timestamp", "_commit_version", "_applied")
     )
 
 
@@ -56,13 +80,16 @@ def change_log_as_of(spark: SparkSession, version: int) -> DataFrame:
     return spark.read.format("delta").option("versionAsOf", version).table(CHANGE_LOG_TABLE)
 
 
-def record_progress(spark: SparkSession, table_names: list[str], silver_version: int) -> None:
-    """Remember that ``table_names`` reflect the change log up to ``silver_version``
-    (one commit for all tables of a run)."""
-    if not table_names:
+def record_progress(
+    spark: SparkSession, row_counts: Mapping[str, int | None], silver_version: int
+) -> None:
+    """Remember that the tables of ``row_counts`` reflect the change log up to
+    ``silver_version`` (one commit for all tables of a run)."""
+    if not row_counts:
         return
     spark.createDataFrame(
-        [(t, silver_version) for t in table_names], "table_name string, silver_version bigint"
-    ).withColumn("applied_at", F.current_timestamp()).write.format("delta").mode(
-        "append"
-    ).saveAsTable(PROGRESS_TABLE)
+        [(t, silver_version, n) for t, n in row_counts.items()],
+        "table_name string, silver_version bigint, row_count bigint",
+    ).select(
+        "table_name", "silver_version", F.current_timestamp().alias("applied_at"), "row_count"
+    ).write.format("delta").mode("append").saveAsTable(PROGRESS_TABLE)

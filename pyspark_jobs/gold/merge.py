@@ -1,4 +1,10 @@
-"""Apply folded net states to a gold table with one Delta MERGE, and keep tombstones."""
+"""The writes of a gold run, each safe to repeat with the same staged states.
+
+- ``record_rejects``: one MERGE of every diverted state, keyed by table, key and change;
+- ``merge_tombstones``: one MERGE of the deletes of every table;
+- ``merge_into_gold``: one MERGE per gold table; a row already equal to its state is
+  not rewritten, so a repeat changes nothing.
+"""
 
 from __future__ import annotations
 
@@ -9,37 +15,27 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import Entity
-from pyspark_jobs.gold.tables import CAST_FAILURES_TABLE, TOMBSTONES_TABLE, gold_table_name
-from pyspark_jobs.gold.typed_values import cast_failed, cast_value, key_columns
+from pyspark_jobs.gold.tables import REJECTS_TABLE, TOMBSTONES_TABLE, gold_table_name, quote
+from pyspark_jobs.gold.typed_values import cast_value, key_columns
+
+MAP_COLUMNS = ("_cell_ts", "cell_ts")
 
 
 @dataclass(frozen=True)
 class MergeMetrics:
     """What one MERGE did, from the Delta commit's operation metrics."""
 
-    inserted: int
-    updated: int
-    deleted: int
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
 
 
-def typed_rows(net: DataFrame, entity: Entity) -> DataFrame:
-    """Net states as gold rows: typed key and value columns plus metadata and flags."""
+def typed_rows(states: DataFrame, entity: Entity) -> DataFrame:
+    """Net states of one table as its gold rows: typed key and value columns, metadata."""
     values = [
         cast_value(F.col("_image")[c], entity.columns[c]).alias(c) for c in entity.value_columns
     ]
-    failures = [
-        F.when(
-            cast_failed(F.col("_image")[c], entity.columns[c]),
-            F.struct(F.lit(c).alias("column_name"), F.col("_image")[c].alias("raw_value")),
-        )
-        for c in entity.value_columns
-    ]
-    cast_errors: Column = (
-        F.filter(F.array(*failures), lambda x: x.isNotNull())
-        if failures
-        else F.array().cast("array<struct<column_name: string, raw_value: string>>")
-    )
-    return net.select(
+    return states.select(
         *key_columns(F.col("_record_key"), entity),
         *values,
         "_record_key",
@@ -50,39 +46,47 @@ def typed_rows(net: DataFrame, entity: Entity) -> DataFrame:
         F.current_timestamp().alias("_updated_at"),
         "_cell_ts",
         "_live",
-        "_tomb_seq",
-        cast_errors.alias("_cast_errors"),
     )
 
 
-def current_images(spark: SparkSession, entity: Entity) -> DataFrame:
-    """Gold rows as the folds see them: ``_record_key``, ``_seq``, ``_image``, ``_cell_ts``
-    and the metadata of the change they reflect."""
-    table = spark.table(gold_table_name(entity))
-    if entity.soft_delete:
-        table = table.where(~F.coalesce(F.col("_deleted"), F.lit(False)))
-    # Typed arrays, so a table without value columns still has a map<string, string>.
-    image = F.map_from_arrays(
-        F.array(*[F.lit(c) for c in entity.value_columns]).cast("array<string>"),
-        F.array(*[F.col(c).cast("string") for c in entity.value_columns]).cast("array<string>"),
-    )
-    return table.select(
-        "_record_key",
-        "_seq",
-        image.alias("_image"),
-        "_cell_ts",
-        "_change_id",
-        "_source",
-        "_event_ts",
+def _comparable(side: str, column: str) -> str:
+    # Maps (the per-cell write times) are not comparable in Spark; their sorted entries are.
+    if column in MAP_COLUMNS:
+        return f"array_sort(map_entries({side}.{quote(column)}))"
+    return f"{side}.{quote(column)}"
+
+
+def differs(columns: list[str]) -> str:
+    """SQL: the target row ``t`` differs from the source ``s`` in one of ``columns``
+    (null-safe)."""
+    return " or ".join(f"not ({_comparable('t', c)} <=> {_comparable('s', c)})" for c in columns)
+
+
+def merge_metrics(result: DataFrame) -> MergeMetrics:
+    """The row counts a Delta MERGE returns (no read of the table's history)."""
+    row = result.first()
+    counts = row.asDict() if row is not None else {}
+
+    def metric(name: str) -> int:
+        return int(counts.get(name, 0) or 0)
+
+    return MergeMetrics(
+        inserted=metric("num_inserted_rows"),
+        updated=metric("num_updated_rows"),
+        deleted=metric("num_deleted_rows"),
     )
 
 
 def merge_into_gold(spark: SparkSession, rows: DataFrame, entity: Entity) -> MergeMetrics:
-    """One MERGE: live states upsert their row, deleted states delete it (or flag it)."""
+    """One MERGE: live states upsert their row, deleted states delete it (or flag it).
+
+    A row equal to its state (a repeat of the same run) is left alone.
+    """
     target = DeltaTable.forName(spark, gold_table_name(entity))
-    data_columns = [*entity.columns, "_record_key", "_seq", "_change_id", "_source"]
-    data_columns += ["_event_ts", "_updated_at", "_cell_ts"]
-    assign: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in data_columns}
+    compared = [*entity.columns, "_seq", "_change_id", "_source", "_event_ts", "_cell_ts"]
+    data_columns = [*entity.columns, "_record_key", *compared[len(entity.columns) :]]
+    assign: dict[str, str | Column] = {quote(c): f"s.{quote(c)}" for c in data_columns}
+    assign["_updated_at"] = "s._updated_at"
     merge = target.alias("t").merge(rows.alias("s"), "t._record_key = s._record_key")
     if entity.soft_delete:
         live_assign: dict[str, str | Column] = {
@@ -98,39 +102,34 @@ def merge_into_gold(spark: SparkSession, rows: DataFrame, entity: Entity) -> Mer
             "_updated_at": "s._updated_at",
             "_cell_ts": "s._cell_ts",
         }
+        already_gone = "t._deleted and t._change_id <=> s._change_id"
         merge = (
-            merge.whenMatchedUpdate(condition="not s._live", set=gone_assign)
-            .whenMatchedUpdate(condition="s._live", set=live_assign)
+            merge.whenMatchedUpdate(
+                condition=f"not s._live and not ({already_gone})", set=gone_assign
+            )
+            .whenMatchedUpdate(
+                condition=f"s._live and (t._deleted or {differs(compared)})", set=live_assign
+            )
             .whenNotMatchedInsert(condition="s._live", values=live_assign)
         )
     else:
         merge = (
             merge.whenMatchedDelete(condition="not s._live")
-            .whenMatchedUpdate(condition="s._live", set=assign)
+            .whenMatchedUpdate(condition=f"s._live and ({differs(compared)})", set=assign)
             .whenNotMatchedInsert(condition="s._live", values=assign)
         )
-    # execute() returns the row counts itself: no history() read of the Delta log.
-    result = merge.execute().first()
-    counts = result.asDict() if result is not None else {}
-
-    def metric(name: str) -> int:
-        return int(counts.get(name, 0) or 0)
-
-    return MergeMetrics(
-        inserted=metric("num_inserted_rows"),
-        updated=metric("num_updated_rows"),
-        deleted=metric("num_deleted_rows"),
-    )
+    return merge_metrics(merge.execute())
 
 
-def merge_tombstones(spark: SparkSession, rows: DataFrame, entity: Entity) -> None:
-    """Record the deletes (and row-deletion times) of ``rows`` as tombstones.
+def merge_tombstones(spark: SparkSession, states: DataFrame) -> None:
+    """Record the deletes (and row-deletion times) among ``states`` of every table as
+    tombstones.
 
-    ``rows`` may be a refold family's states: their tombstones are informational, the
-    full history in silver is what keeps their deleted keys deleted.
+    For the re-fold families the tombstones are informational (the full history in silver
+    keeps their deleted keys deleted); the gold gate reads them all.
     """
-    tombs = rows.where(F.col("_tomb_seq").isNotNull()).select(
-        F.lit(entity.table).alias("table_name"),
+    tombs = states.where(F.col("_tomb_seq").isNotNull()).select(
+        "table_name",
         F.col("_record_key").alias("record_key"),
         F.col("_tomb_seq").alias("seq"),
         F.col("_change_id").alias("change_id"),
@@ -138,11 +137,12 @@ def merge_tombstones(spark: SparkSession, rows: DataFrame, entity: Entity) -> No
         F.col("_event_ts").alias("deleted_at"),
         F.current_timestamp().alias("recorded_at"),
     )
+    changed = differs(["seq", "change_id", "cell_ts"])
     (
         DeltaTable.forName(spark, TOMBSTONES_TABLE)
         .alias("t")
         .merge(tombs.alias("s"), "t.table_name = s.table_name and t.record_key = s.record_key")
-        .whenMatchedUpdateAll()
+        .whenMatchedUpdateAll(condition=changed)
         .whenNotMatchedInsertAll()
         .execute()
     )
@@ -156,21 +156,32 @@ def expire_tombstones(spark: SparkSession, retention_days: int) -> None:
     )
 
 
-def record_cast_failures(spark: SparkSession, rows: DataFrame, entity: Entity) -> None:
-    """Append every value of ``rows`` that does not cast to its declared type, with its
-    key and change, to ``lakehouse.gold_cast_failures`` (the row is kept with a null)."""
-    declared = F.create_map(*[F.lit(x) for c, t in entity.columns.items() for x in (c, t)])
-    rows.where(F.size("_cast_errors") > 0).select(
-        F.lit(entity.table).alias("table_name"),
-        F.col("_record_key").alias("record_key"),
-        F.explode("_cast_errors").alias("e"),
-        F.col("_change_id").alias("change_id"),
-    ).select(
+def record_rejects(spark: SparkSession, rejects: DataFrame, version: int) -> None:
+    """Add diverted rows (``table_name``, ``record_key``, ``reason``, ``change_id``,
+    ``seq``, ``source``, ``event_ts``) to ``lakehouse.gold_rejects``.
+
+    Keyed by table, key and change: a repeat of the same run, or a later run that rejects
+    the same state or history version again, adds nothing.
+    """
+    rows = rejects.select(
         "table_name",
         "record_key",
-        "e.column_name",
-        "e.raw_value",
-        declared[F.col("e.column_name")].alias("declared_type"),
+        "reason",
         "change_id",
+        "seq",
+        "source",
+        "event_ts",
+        F.lit(version).cast("bigint").alias("silver_version"),
         F.current_timestamp().alias("recorded_at"),
-    ).write.format("delta").mode("append").saveAsTable(CAST_FAILURES_TABLE)
+    )
+    (
+        DeltaTable.forName(spark, REJECTS_TABLE)
+        .alias("t")
+        .merge(
+            rows.alias("s"),
+            "t.table_name = s.table_name and t.record_key <=> s.record_key "
+            "and t.change_id <=> s.change_id",
+        )
+        .whenNotMatchedInsertAll()
+        .execute()
+    )

@@ -1,10 +1,14 @@
-"""How a gold table's SCD type 2 history (``gold.<table>_history``) follows its MERGEs.
+"""SCD type 2 history of a gold table (``gold.<table>_history``), built from the changes.
 
-With ``history: true`` every applied net state closes the key's current version
-(``valid_to`` = the new state's event time, ``is_current`` false) and, when the key is
-live, opens a new one (``valid_from`` = its event time). A version is one applied net
-state: changes folded together in one run make one version. Deletes close the version
-and open none.
+With ``history: true`` the history of every key a run touches is rebuilt from the key's
+changes in the change log (as of the version applied), not from a diff against gold: the
+key's state after each change, in ``seq`` order, by the table's own fold family.
+Consecutive equal states are one version; a version starts at the change that made it
+(``_change_id``, ``_seq``, ``valid_from`` = its event time) and ends where the next state
+begins (``valid_to``); a delete closes the version and opens none. So the history does not
+depend on how changes were batched into runs, a late change lands in its place in the
+history, and rewriting a key's versions (MERGE keyed by ``_record_key`` and
+``_change_id``) is safe to repeat after a crash.
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import Entity
+from pyspark_jobs.gold.folds.shared import sorted_entries
+from pyspark_jobs.gold.merge import differs
 from pyspark_jobs.gold.tables import gold_table_name, quote, spark_type
+from pyspark_jobs.gold.typed_values import cast_value, key_columns
 
 HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("_record_key", "string"),
@@ -46,28 +53,91 @@ def ensure_history_table(spark: SparkSession, entity: Entity) -> None:
         )
 
 
-def versions(rows: DataFrame, entity: Entity) -> DataFrame:
-    """The MERGE source: each state once to close the current version (``_merge_key`` set)
-    and, if live, once more to insert the new version (``_merge_key`` null never matches)."""
-    values = [*entity.columns, "_record_key", "_seq", "_change_id"]
-    base = rows.select(*values, "_event_ts", "_live")
-    closing = base.withColumn("_merge_key", F.col("_record_key"))
-    opening = base.where("_live").withColumn("_merge_key", F.lit(None).cast("string"))
-    return closing.unionByName(opening)
+def _same_state(a: Column, b: Column) -> Column:
+    return (a["live"] == b["live"]) & (
+        ~a["live"] | (sorted_entries(a["image"]) == sorted_entries(b["image"]))
+    )
 
 
-def merge_history(spark: SparkSession, rows: DataFrame, entity: Entity) -> None:
-    """Close and open versions for the applied states ``rows`` (typed gold rows)."""
-    source = versions(rows, entity)
-    insert: dict[str, str | Column] = {
-        quote(c): f"s.{quote(c)}" for c in [*entity.columns, "_record_key", "_seq", "_change_id"]
-    }
-    insert |= {"valid_from": "s._event_ts", "valid_to": "null", "is_current": "true"}
+def versions(states: DataFrame) -> DataFrame:
+    """Each key's versions from its states after every change (``states``, in order).
+
+    Returns ``table_name``, ``_record_key``, ``_image``, ``_seq``, ``_change_id``,
+    ``valid_from``, ``valid_to``, ``is_current``.
+    """
+    kept = F.filter(
+        "states",
+        lambda s, i: F.when(i == 0, F.lit(True)).otherwise(
+            ~_same_state(s, F.get(F.col("states"), i - 1))
+        ),
+    ).alias("kept")
+    starts = states.select("table_name", "_record_key", kept).select(
+        "table_name", "_record_key", "kept", F.posexplode("kept").alias("i", "s")
+    )
+    following = F.try_element_at("kept", F.col("i") + 2)
+    return starts.where(F.col("s.live")).select(
+        "table_name",
+        "_record_key",
+        F.col("s.image").alias("_image"),
+        F.col("s.seq").alias("_seq"),
+        F.col("s.change_id").alias("_change_id"),
+        F.col("s.event_ts").alias("valid_from"),
+        following["event_ts"].alias("valid_to"),
+        following.isNull().alias("is_current"),
+    )
+
+
+def typed_versions(versions: DataFrame, entity: Entity) -> DataFrame:
+    """One table's versions as history rows, with ``_problems``: values that do not cast."""
+    values = [
+        cast_value(F.col("_image")[c], entity.columns[c]).alias(c) for c in entity.value_columns
+    ]
+    problems = [
+        F.when(
+            F.col("_image")[c].isNotNull()
+            & cast_value(F.col("_image")[c], entity.columns[c]).isNull(),
+            F.lit(f"column {c} is not a {entity.columns[c]}"),
+        )
+        for c in entity.value_columns
+    ]
+    reason = F.array_join(F.filter(F.array(*problems), lambda p: p.isNotNull()), "; ")
+    return versions.select(
+        *key_columns(F.col("_record_key"), entity),
+        *values,
+        *[name for name, _ in HISTORY_COLUMNS],
+        F.when(reason != "", reason).alias("_problems")
+        if problems
+        else F.lit(None).cast("string").alias("_problems"),
+    )
+
+
+def merge_history(spark: SparkSession, rows: DataFrame, keys: DataFrame, entity: Entity) -> None:
+    """Make the history of ``keys`` (``_record_key``) exactly the versions in ``rows``
+    (typed history rows): new versions inserted, changed ones updated, versions that no
+    longer exist deleted. Repeating it changes nothing."""
+    name = history_table_name(entity)
+    columns = [*entity.columns, *[c for c, _ in HISTORY_COLUMNS]]
+    existing = spark.table(name).join(keys, "_record_key", "left_semi")
+    gone = (
+        existing.select("_record_key", "_change_id")
+        .join(rows, ["_record_key", "_change_id"], "left_anti")
+        .withColumn("_drop", F.lit(True))
+    )
+    source = (
+        rows.select(*columns)
+        .withColumn("_drop", F.lit(False))
+        .unionByName(gone, allowMissingColumns=True)
+    )
+    values: dict[str, str | Column] = {quote(c): f"s.{quote(c)}" for c in columns}
     (
-        DeltaTable.forName(spark, history_table_name(entity))
+        DeltaTable.forName(spark, name)
         .alias("t")
-        .merge(source.alias("s"), "t._record_key = s._merge_key and t.is_current")
-        .whenMatchedUpdate(set={"valid_to": "s._event_ts", "is_current": "false"})
-        .whenNotMatchedInsert(condition="s._merge_key is null", values=insert)
+        .merge(
+            source.alias("s"),
+            "t._record_key = s._record_key and t._change_id = s._change_id",
+        )
+        .whenMatchedDelete(condition="s._drop")
+        .whenMatchedUpdate(condition=f"not s._drop and ({differs(columns)})", set=values)
+        .whenNotMatchedInsert(condition="not s._drop", values=values)
         .execute()
     )

@@ -16,7 +16,7 @@ from pyspark_jobs.config import Entity
 GOLD_SCHEMA = "gold"
 TOMBSTONES_TABLE = "lakehouse.gold_tombstones"
 PROGRESS_TABLE = "lakehouse.gold_progress"
-CAST_FAILURES_TABLE = "lakehouse.gold_cast_failures"
+REJECTS_TABLE = "lakehouse.gold_rejects"
 
 SEQ_TYPE = "array<bigint>"
 CELL_TS_TYPE = "map<string, bigint>"
@@ -76,7 +76,7 @@ def ensure_gold_table(spark: SparkSession, entity: Entity) -> None:
 
 
 def ensure_state_tables(spark: SparkSession) -> None:
-    """Create the tombstone and progress tables if needed."""
+    """Create the tombstone, rejects and progress tables if needed."""
     spark.sql("create database if not exists lakehouse")
     spark.sql(
         f"""
@@ -94,16 +94,18 @@ def ensure_state_tables(spark: SparkSession) -> None:
     )
     spark.sql(
         f"""
-        create table if not exists {CAST_FAILURES_TABLE} (
-            table_name string not null,
-            record_key string not null,
-            column_name string not null,
-            raw_value string comment 'the value text that does not cast',
-            declared_type string,
-            change_id string comment 'the change that decided the row',
+        create table if not exists {REJECTS_TABLE} (
+            table_name string not null comment 'gold table (or <table>_history)',
+            record_key string,
+            reason string not null comment 'the key or value that does not fit, quoted',
+            change_id string comment 'the change that decided the state: its lineage is in silver',
+            seq {SEQ_TYPE},
+            source string,
+            event_ts timestamp,
+            silver_version bigint not null comment 'change_log version of the run',
             recorded_at timestamp not null
         ) using delta
-        comment 'Values gold could not cast to the declared type (stored as null)'
+        comment 'Net states and history versions gold did not merge, with the reason'
         """
     )
     spark.sql(
@@ -111,7 +113,10 @@ def ensure_state_tables(spark: SparkSession) -> None:
         create table if not exists {PROGRESS_TABLE} (
             table_name string not null,
             silver_version bigint not null comment 'last change_log version applied',
-            applied_at timestamp not null
+            applied_at timestamp not null,
+            row_count bigint comment 'rows in the table after the run (from MERGE metrics)'
         ) using delta
         """
     )
+    if "row_count" not in spark.table(PROGRESS_TABLE).columns:
+        spark.sql(f"alter table {PROGRESS_TABLE} add columns (row_count bigint)")

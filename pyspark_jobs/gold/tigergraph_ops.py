@@ -6,10 +6,14 @@ each declared column is put in a category: ``int`` / ``real`` (numbers), ``bool`
 ``json`` (lists and maps, told apart by the value's first character) and ``text``
 (strings, dates, timestamps: compared as text, which orders ISO dates correctly).
 
-An op on a null (absent, i.e. default) attribute stores the op's value, except ``Minus``,
-which subtracts from zero (numbers) or removes from an empty list/map. A value that does
-not parse as the attribute's type is stored as is, so gold's cast reports it instead of
-the arithmetic silently turning it into a null.
+A TigerGraph attribute always has a value: a new vertex or edge starts with every
+attribute at its default (``type_default``, or the entity's declared ``defaults``), so the
+fold hands every op the current value, defaults included: ``Max(0, -5)`` is 0 and
+``And(false, true)`` is false, as in TigerGraph. An attribute the config does not declare
+has no default; an op on it (null) stores the op's value, except ``Minus``, which
+subtracts from zero or removes from an empty list/map. A value that does not parse as the
+attribute's type is stored as is, so gold's pre-merge check rejects it instead of the
+arithmetic silently turning it into a null.
 """
 
 from __future__ import annotations
@@ -33,6 +37,22 @@ OPS = (
 
 _INT_TYPES = ("int", "bigint", "smallint", "tinyint")
 _REAL_TYPES = ("float", "double")
+
+
+# TigerGraph's type defaults, as value text. A `json` attribute may hold a list or a map
+# and the declared type cannot tell which: it starts as the empty list unless the entity
+# declares `defaults: {column: {}}`; ops treat an empty list or map by the op's value.
+_TYPE_DEFAULTS = {"bool": "false", "int": "0", "real": "0.0", "json": "[]"}
+_TEXT_DEFAULTS = {"timestamp": "1970-01-01 00:00:00", "date": "1970-01-01"}
+
+
+def type_default(declared: str) -> str:
+    """TigerGraph's default value of an attribute of this declared type, as value text.
+
+    >>> type_default("bigint"), type_default("timestamp"), type_default("string")
+    ('0', '1970-01-01 00:00:00', '')
+    """
+    return _TEXT_DEFAULTS.get(declared) or _TYPE_DEFAULTS.get(category(declared), "")
 
 
 def category(declared: str) -> str:
@@ -135,7 +155,11 @@ def _map_text(m: Column, quoted: Column) -> Column:
 
 
 def _json_op(op: Column, old: Column, val: Column) -> Column:
-    is_map = F.coalesce(old.startswith("{"), val.startswith("{"), F.lit(False))
+    # An empty default says nothing about the attribute's shape: the op's value does.
+    empty = old.isin("[]", "{}")
+    is_map = F.coalesce(
+        F.when(empty, val.startswith("{")).otherwise(old.startswith("{")), F.lit(False)
+    )
     old_items, val_items = _list_items(old), _list_items(val)
     list_quoted = _quoted_list(old) | _quoted_list(val)
     lists = (
@@ -164,7 +188,7 @@ def _json_op(op: Column, old: Column, val: Column) -> Column:
         )
         .otherwise(val)
     )
-    return F.when(is_map, maps).otherwise(lists)
+    return F.when(empty & (op == "Minus"), old).when(is_map, maps).otherwise(lists)
 
 
 def apply_op(op: Column, old: Column, val: Column, cat: Column, existed: Column) -> Column:

@@ -7,6 +7,8 @@ turned into a null.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -38,3 +40,21 @@ def key_columns(record_key: Column, entity: Entity) -> list[Column]:
     """The typed key columns parsed from the canonical ``record_key`` JSON."""
     parsed = F.from_json(record_key, "map<string, string>")
     return [cast_value(parsed[k], entity.columns[k]).alias(k) for k in entity.key]
+
+
+def canonical_text(text: Column, declared: Column, types: Iterable[str]) -> Column:
+    """``text`` cast to the type the column ``declared`` names, back as text (null when
+    it does not cast), so values written differently (``1.50``, ``1.5``) compare equal.
+
+    ``types``: every type ``declared`` may hold; the cast is chosen per row among them,
+    so one expression serves the tables of a whole fold family.
+    """
+    out = F.when(declared.isin("string", "json"), text)
+    for typ in sorted(set(types) - {"string", "json"}):
+        out = out.when(declared == typ, cast_value(text, typ).cast("string"))
+    return out
+
+
+def declared_types(entities: Iterable[Entity]) -> tuple[str, ...]:
+    """The distinct declared column types of ``entities``."""
+    return tuple(sorted({t for e in entities for t in e.columns.values()}))

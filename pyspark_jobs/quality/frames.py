@@ -16,14 +16,13 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.tables import QUARANTINE_TABLE, RAW_TABLE
 from pyspark_jobs.config import Entity, LakehouseConfig, Source
-from pyspark_jobs.gold.tables import gold_columns, gold_table_name
+from pyspark_jobs.gold.staging import PENDING_TABLE
+from pyspark_jobs.gold.tables import TOMBSTONES_TABLE, gold_columns, gold_table_name
 from pyspark_jobs.quality.definitions import CheckpointSpec
 
 CHANGE_LOG = "silver.change_log"
 REJECTS = "silver.change_log_rejects"
 POSITION = ("source", "topic", "partition", "offset")
-# Ops that carry the whole row: a key's last such change alone decides whether it is live.
-FULL_ROW_OPS = ("upsert", "delete")
 
 
 def _rate(part: Column, whole: Column) -> Column:
@@ -141,10 +140,16 @@ def gold_keys(table: DataFrame, table_name: str, key: tuple[str, ...]) -> DataFr
     )
 
 
-def gold_live_keys(table: DataFrame, table_name: str, soft_delete: bool) -> DataFrame:
-    """The keys a gold table holds as live rows (soft-deleted rows are not live)."""
+def gold_live_rows(table: DataFrame, table_name: str, soft_delete: bool) -> DataFrame:
+    """The live rows of a gold table (soft-deleted rows are not live) as ``table``,
+    ``record_key``, ``seq``, ``change_id``."""
     live = table.where(~F.coalesce(F.col("_deleted"), F.lit(False))) if soft_delete else table
-    return live.select(F.lit(table_name).alias("table"), F.col("_record_key").alias("record_key"))
+    return live.select(
+        F.lit(table_name).alias("table"),
+        F.col("_record_key").alias("record_key"),
+        F.col("_seq").alias("seq"),
+        F.col("_change_id").alias("change_id"),
+    )
 
 
 def schema_differences(table: DataFrame, declared: list[tuple[str, str]]) -> str | None:
@@ -158,67 +163,72 @@ def schema_differences(table: DataFrame, declared: list[tuple[str, str]]) -> str
     return "; ".join(differences) or None
 
 
-def gold_reconciliation(tables: DataFrame, live: DataFrame, log: DataFrame) -> DataFrame:
-    """One row per gold table: its keys against the change log, in one pass over each.
+def gold_reconciliation(
+    tables: DataFrame, live: DataFrame, tombstones: DataFrame, staged: DataFrame
+) -> DataFrame:
+    """One row per gold table: its rows against what the table's own fold decided.
 
-    ``tables``: (table, source, table_name, schema_differences) per gold table of config;
-    ``live``: (table, record_key) of live gold rows; ``log``: the change log.
-    A key is expected live when its last change (highest seq) is not a delete.
-    ``expected_keys_missing`` counts such keys without a live row. It must be 0 only when
-    every change of the table is a full row (``upsert``/``delete``): a patch may create a
-    row from one cell or leave a row with no cells, so for tables with partial changes
-    ``missing_keys_allowed`` is the number of expected keys. The other checks hold for
-    every fold family: no live row for a key whose last change is a delete, and no live
-    row for a key the log never saw (except vertex tables, whose vertices an edge may
-    create: ``unlogged_keys_allowed``).
+    ``tables``: (table, table_name, entity_kind, schema_differences) per gold table of
+    config; ``live``: ``gold_live_rows`` of every table; ``tombstones``:
+    ``lakehouse.gold_tombstones``; ``staged``: the net states of the last gold run
+    (``lakehouse.gold_pending``, markers excluded).
+
+    The gate asks nothing the fold did not decide, so it holds for every family
+    (implicit vertices, ``insert-only``, cascades, Cassandra cell liveness):
+
+    - ``deleted_keys_live``: live rows older than their key's tombstone (or the table's
+      truncate): the fold deleted the key and nothing newer brought it back;
+    - ``states_not_applied``: states of the last run that gold does not reflect (a live
+      state without its row and change, a deleted state still live); states the run
+      rejected (``rejected_states``, in ``lakehouse.gold_rejects``) are not expected.
     """
-    last = (
-        log.join(
-            F.broadcast(tables.select("source", "table_name", "table")), ["source", "table_name"]
-        )
-        .groupBy("table", "record_key")
-        .agg(
-            F.max_by("op", "seq").alias("last_op"),
-            F.max((~F.col("op").isin(*FULL_ROW_OPS)).cast("int")).alias("partial"),
-        )
+    named = F.broadcast(tables.select("table", "table_name"))
+    tombs = tombstones.join(named, "table_name").select(
+        "table", "record_key", F.col("seq").alias("tomb_seq")
     )
-    keys = last.join(live.withColumn("live", F.lit(True)), ["table", "record_key"], "full")
-    is_live = F.coalesce(F.col("live"), F.lit(False))
-    expected = F.col("last_op").isNotNull() & (F.col("last_op") != "delete")
-    per_table = keys.groupBy("table").agg(
-        F.count_if(is_live).alias("live_rows"),
-        F.count_if(expected).alias("expected_live_keys"),
-        F.count_if(is_live & (F.col("last_op") == "delete")).alias("deleted_keys_live"),
-        F.count_if(is_live & F.col("last_op").isNull()).alias("live_keys_not_in_log"),
-        F.count_if(expected & ~is_live).alias("expected_keys_missing"),
-        F.coalesce(F.sum("partial"), F.lit(0)).alias("partial_changes"),
+    keyed = tombs.where(F.col("record_key") != "{}")
+    table_wide = tombs.where(F.col("record_key") == "{}").select(
+        "table", F.col("tomb_seq").alias("table_tomb_seq")
     )
-    counts = [
-        "live_rows",
-        "expected_live_keys",
-        "deleted_keys_live",
-        "live_keys_not_in_log",
-        "expected_keys_missing",
-        "partial_changes",
-    ]
+    checked = live.join(keyed, ["table", "record_key"], "left").join(table_wide, "table", "left")
+    deleted_live = checked.where(
+        (F.col("tomb_seq") > F.col("seq")) | (F.col("table_tomb_seq") > F.col("seq"))
+    )
+    states = staged.join(named, "table_name").select(
+        "table",
+        F.col("_record_key").alias("record_key"),
+        F.col("_live").alias("state_live"),
+        F.col("_seq").alias("state_seq"),
+        F.col("_change_id").alias("state_change_id"),
+        F.col("_reject_reason").isNotNull().alias("rejected"),
+    )
+    compared = states.join(
+        live.select("table", "record_key", F.lit(True).alias("in_gold"), "seq", "change_id"),
+        ["table", "record_key"],
+        "left",
+    )
+    in_gold = F.coalesce(F.col("in_gold"), F.lit(False))
+    reflected = F.when(
+        F.col("state_live"),
+        in_gold
+        & (F.col("seq") == F.col("state_seq"))
+        & (F.col("change_id") == F.col("state_change_id")),
+    ).otherwise(~in_gold)
+    per_table_states = compared.groupBy("table").agg(
+        F.count_if(~F.col("rejected") & ~reflected).alias("states_not_applied"),
+        F.count_if(F.col("rejected")).alias("rejected_states"),
+    )
+    per_table_live = live.groupBy("table").agg(F.count(F.lit(1)).alias("live_rows"))
+    per_table_deleted = deleted_live.groupBy("table").agg(
+        F.count(F.lit(1)).alias("deleted_keys_live")
+    )
+    counts = ["live_rows", "deleted_keys_live", "states_not_applied", "rejected_states"]
     return (
         tables.select("table", "entity_kind", "schema_differences")
-        .join(per_table, "table", "left")
+        .join(per_table_live, "table", "left")
+        .join(per_table_deleted, "table", "left")
+        .join(per_table_states, "table", "left")
         .na.fill(0, counts)
-        .withColumn(
-            # A TigerGraph edge creates its endpoint vertices (gold/graph_cascades.py), so a
-            # vertex table may hold keys its own change log never named.
-            "unlogged_keys_allowed",
-            F.when(F.col("entity_kind") == "vertex", F.col("live_rows"))
-            .otherwise(F.lit(0))
-            .cast("bigint"),
-        )
-        .withColumn(
-            "missing_keys_allowed",
-            F.when(F.col("partial_changes") == 0, F.lit(0))
-            .otherwise(F.col("expected_live_keys"))
-            .cast("bigint"),
-        )
     )
 
 
@@ -294,18 +304,18 @@ def _gold_reconciliation(
     spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
 ) -> DataFrame:
     tables = _gold_tables(spark, config)
-    _require(spark, CHANGE_LOG)
+    _require(spark, TOMBSTONES_TABLE, PENDING_TABLE)
     # Schemas are metadata: compared on the driver, one row per configured table.
     described = spark.createDataFrame(
         [
-            (name, s.name, e.table, e.kind, schema_differences(spark.table(name), gold_columns(e)))
-            for s, e, name in tables
+            (name, e.table, e.kind, schema_differences(spark.table(name), gold_columns(e)))
+            for _, e, name in tables
         ],
-        "table string, source string, table_name string, entity_kind string, "
-        "schema_differences string",
+        "table string, table_name string, entity_kind string, schema_differences string",
     )
-    live = _union([gold_live_keys(spark.table(name), name, e.soft_delete) for _, e, name in tables])
-    return gold_reconciliation(described, live, spark.table(CHANGE_LOG))
+    live = _union([gold_live_rows(spark.table(name), name, e.soft_delete) for _, e, name in tables])
+    staged = spark.table(PENDING_TABLE).where(~F.col("is_marker"))
+    return gold_reconciliation(described, live, spark.table(TOMBSTONES_TABLE), staged)
 
 
 _BUILDERS: dict[str, Callable[[SparkSession, LakehouseConfig, CheckpointSpec], DataFrame]] = {

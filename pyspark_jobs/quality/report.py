@@ -125,13 +125,13 @@ def _gold_table(run: dict[str, Any]) -> str:
         f"<tr><td>{escape(t)}</td>"
         + _num(n)
         + _num(gold.get("applied", {}).get(t, 0))
-        + _num(gold.get("cast_errors", {}).get(t, 0))
+        + _num(gold.get("rejected", {}).get(t, 0))
         + "</tr>"
         for t, n in sorted(gold.get("rows", {}).items())
     )
     return (
         "<table><tr><th>table</th><th>rows</th><th>changes applied</th>"
-        f"<th>rows with values that do not cast</th></tr>{rows}</table>"
+        f"<th>states rejected (lakehouse.gold_rejects)</th></tr>{rows}</table>"
     )
 
 

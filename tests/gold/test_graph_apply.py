@@ -8,6 +8,8 @@ from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import Entity, Source
 from pyspark_jobs.gold.apply import apply_gold
+from pyspark_jobs.quality.definitions import load_gate
+from pyspark_jobs.quality.frames import build_frame
 from tests.gold.changelog import append, change, config, create_change_log, rows
 
 EDGE_KEY = ("from_type", "from_uid", "to_type", "to_uid", "discriminator")
@@ -137,8 +139,9 @@ def test_graph_ops_cascades_and_implicit_vertices(spark: SparkSession, empty_lak
     ]
     assert rows(spark, "gold.person", PERSON_COLS) == [
         ("person1", 15, '["a"]', [1701548860000, 4, 0, 0], '{"uid":"person1"}'),
-        ("person2", None, None, [1701569966031, 3, 0, 0], '{"uid":"person2"}'),  # implicit
-        ("person3", None, None, [1701569970000, 5, 0, 1], '{"uid":"person3"}'),  # implicit
+        # Created implicitly by an edge: every attribute at TigerGraph's default.
+        ("person2", 0, "[]", [1701569966031, 3, 0, 0], '{"uid":"person2"}'),
+        ("person3", 0, "[]", [1701569970000, 5, 0, 1], '{"uid":"person3"}'),
     ]
     assert rows(spark, "gold.creates", [*EDGE_COLS, "attr_list_tuple", "attr_map_tuple"]) == [
         (
@@ -162,12 +165,12 @@ def test_graph_ops_cascades_and_implicit_vertices(spark: SparkSession, empty_lak
     append(spark, [BATCH_1[2]], dedupe=False)
     apply_gold(spark, CONFIG, log=lambda _: None)
     assert rows(spark, "gold.company", ["uid", "cid", "startDate", "_seq"]) == [
-        ("comp9", 9, None, [1701569995000, 8, 0, 0]),
+        ("comp9", 9, datetime(1970, 1, 1), [1701569995000, 8, 0, 0]),
     ]
     assert rows(spark, "gold.person", PERSON_COLS) == [
         ("person1", 105, '["a"]', [1701548860000, 4, 0, 0], '{"uid":"person1"}'),
-        ("person2", None, None, [1701569966031, 3, 0, 0], '{"uid":"person2"}'),
-        ("person4", 7, None, [1701569997000, 9, 0, 1], '{"uid":"person4"}'),
+        ("person2", 0, "[]", [1701569966031, 3, 0, 0], '{"uid":"person2"}'),
+        ("person4", 7, "[]", [1701569997000, 9, 0, 1], '{"uid":"person4"}'),
     ]
     assert rows(spark, "gold.creates", EDGE_COLS) == []  # its target company was truncated
     assert rows(spark, "gold.knows", EDGE_COLS) == []  # person3 deleted: both directions go
@@ -180,3 +183,111 @@ def test_graph_ops_cascades_and_implicit_vertices(spark: SparkSession, empty_lak
     assert {
         t: spark.sql(f"describe history gold.{t} limit 1").first()["version"] for t in versions
     } == versions
+
+
+STATS = Entity(
+    "Stats",
+    "stats",
+    ("uid",),
+    {
+        "uid": "string",
+        "hi": "bigint",
+        "lo": "bigint",
+        "cap": "bigint",
+        "all_ok": "boolean",
+        "any_ok": "boolean",
+        "label": "string",
+        "seen": "timestamp",
+        "m": "json",
+    },
+    kind="vertex",
+    defaults={"cap": "100", "m": "{}"},
+)
+FOLLOWS = Entity("Follows", "follows", EDGE_KEY, {**EDGE_COLUMNS, "w": "double"}, kind="edge")
+TG2 = Source("graph2", "tigergraph", (STATS, FOLLOWS), landing=None)
+STATS_COLS = ["uid", "hi", "lo", "cap", "all_ok", "any_ok", "label", "seen", "m", "_seq"]
+
+
+def stats(uid, seq, changes=None, op="patch"):
+    return change(TG2, STATS, {"uid": uid}, op, [seq, 0, 0, 0], changes=changes)
+
+
+def follows(f, t, seq):
+    key = {
+        "from_type": "Stats",
+        "from_uid": f,
+        "to_type": "Stats",
+        "to_uid": t,
+        "discriminator": "",
+    }
+    return change(
+        TG2,
+        FOLLOWS,
+        key,
+        "patch",
+        [seq, 0, 0, 0],
+        row={"hasreverseedge": False},
+        changes={"w": ("Overwrite", "1.5", None)},
+    )
+
+
+def gold_gate_counts(spark: SparkSession, cfg) -> dict[str, tuple[int, int]]:
+    """``table -> (deleted_keys_live, states_not_applied)`` of the gold reconciliation."""
+    spec = next(s for s in load_gate("gold") if s.frame == "gold_reconciliation")
+    frame = build_frame(spark, cfg, spec)
+    return {r["table"]: (r["deleted_keys_live"], r["states_not_applied"]) for r in frame.collect()}
+
+
+def test_attributes_start_at_defaults_and_recreated_vertices_pass_the_gate(
+    spark: SparkSession, empty_lake
+):
+    cfg = config(TG2)
+    create_change_log(spark)
+    batch_1 = [
+        # Ops on a new vertex apply to the defaults: Max(0, -5) = 0, Min(0, 7) = 0,
+        # Min(declared 100, 7) = 7, And(false, true) = false, Or(false, true) = true.
+        stats(
+            "s1",
+            1,
+            {
+                "hi": ("Max", "-5", None),
+                "lo": ("Min", "7", None),
+                "cap": ("Min", "7", None),
+                "all_ok": ("And", "true", None),
+                "any_ok": ("Or", "true", None),
+                "label": ("Add", "x", None),
+                "m": ("ReplaceOrAdd", '{"k":"v"}', None),
+            },
+        ),
+        # Deleted, then re-created by an edge insert in the same batch.
+        stats("s2", 10, {"hi": ("Overwrite", "9", None)}),
+        stats("s2", 11, op="delete"),
+        follows("s2", "s1", 12),
+        # Deleted here, re-created by an edge and by `insert-only` in the next batch.
+        stats("s3", 13, {"hi": ("Overwrite", "4", None)}),
+        stats("s3", 14, op="delete"),
+        stats("s4", 16, {"hi": ("Overwrite", "3", None)}),
+        stats("s4", 17, op="delete"),
+    ]
+    append(spark, batch_1)
+    apply_gold(spark, cfg, log=lambda _: None)
+    epoch = datetime(1970, 1, 1)
+    assert rows(spark, "gold.stats", STATS_COLS) == [
+        ("s1", 0, 0, 7, False, True, "x", epoch, '{"k":"v"}', [1, 0, 0, 0]),
+        ("s2", 0, 0, 100, False, False, "", epoch, "{}", [12, 0, 0, 0]),
+    ]
+    assert gold_gate_counts(spark, cfg) == {"gold.stats": (0, 0), "gold.follows": (0, 0)}
+
+    append(spark, [follows("s3", "s1", 15), stats("s4", 18, {}, op="insert_if_absent")])
+    apply_gold(spark, cfg, log=lambda _: None)
+    assert rows(spark, "gold.stats", STATS_COLS) == [
+        ("s1", 0, 0, 7, False, True, "x", epoch, '{"k":"v"}', [1, 0, 0, 0]),
+        ("s2", 0, 0, 100, False, False, "", epoch, "{}", [12, 0, 0, 0]),
+        ("s3", 0, 0, 100, False, False, "", epoch, "{}", [15, 0, 0, 0]),
+        ("s4", 0, 0, 100, False, False, "", epoch, "{}", [18, 0, 0, 0]),
+    ]
+    assert rows(spark, "gold.follows", ["from_uid", "to_uid", "w"]) == [
+        ("s2", "s1", 1.5),
+        ("s3", "s1", 1.5),
+    ]
+    assert gold_gate_counts(spark, cfg) == {"gold.stats": (0, 0), "gold.follows": (0, 0)}

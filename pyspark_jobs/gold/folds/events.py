@@ -2,10 +2,11 @@
 
 Ops that do not commute (TigerGraph attribute ops, entity-patch ops) cannot be applied
 on top of the current gold row when a change arrives late or twice: the key is re-folded
-from every change silver holds for it. An event is one such change as the fold sees it:
+from every change silver holds for it. SCD2 history is built the same way, for every
+family. An event is one such change as the folds see it: ``table_name``,
 ``_record_key``, ``seq``, ``change_id``, ``op``, ``changes``, ``row_image``, ``source``,
-``event_ts``. A truncate (``record_key`` ``{}``) becomes a delete event of every key the
-table has seen, at the truncate's ``seq``: a key written after it lives on.
+``event_ts``. A truncate (``record_key`` ``{}``) becomes a delete event of every key of
+its table, at the truncate's ``seq``: a key written after it lives on.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY
+
 EVENT_COLUMNS = (
+    "table_name",
     "_record_key",
     "seq",
     "change_id",
@@ -23,22 +27,38 @@ EVENT_COLUMNS = (
     "source",
     "event_ts",
 )
-TABLE_WIDE_KEY = "{}"
+KEY = ["table_name", "_record_key"]
 
 
 def as_events(rows: DataFrame) -> DataFrame:
     """Change-log rows as events (``record_key`` becomes ``_record_key``)."""
-    return rows.select(F.col("record_key").alias("_record_key"), *EVENT_COLUMNS[1:])
+    return rows.select("table_name", F.col("record_key").alias("_record_key"), *EVENT_COLUMNS[2:])
 
 
-def expand_truncates(events: DataFrame) -> DataFrame:
-    """Replace each table-wide truncate by a delete of every key among ``events``."""
-    keyed = events.where(F.col("_record_key") != TABLE_WIDE_KEY)
-    truncates = events.where(
-        (F.col("_record_key") == TABLE_WIDE_KEY) & (F.col("op") == "truncate")
-    ).drop("_record_key")
-    keys = keyed.select("_record_key").distinct()
-    deletes = keys.crossJoin(truncates).withColumn("op", F.lit("delete"))
+def own_events(history: DataFrame, specs: DataFrame) -> DataFrame:
+    """The events of the tables in ``specs``: their change-log rows in ``history``, with
+    table-wide truncates expanded to the keys of their table."""
+    return expand_truncates(
+        as_events(history.join(F.broadcast(specs.select("table_name")), "table_name"))
+    )
+
+
+def is_table_wide() -> Column:
+    """True for an event that truncates a whole table."""
+    return (F.col("_record_key") == TABLE_WIDE_KEY) & (F.col("op") == "truncate")
+
+
+def expand_truncates(events: DataFrame, keys: DataFrame | None = None) -> DataFrame:
+    """Replace each table-wide truncate by a delete of every key of its table.
+
+    ``keys`` (``table_name``, ``_record_key``): the keys a truncate deletes; by default
+    every key among ``events``.
+    """
+    keyed = events.where(~is_table_wide())
+    truncates = events.where(is_table_wide()).drop("_record_key")
+    if keys is None:
+        keys = keyed.select(*KEY)
+    deletes = keys.distinct().join(truncates, "table_name").withColumn("op", F.lit("delete"))
     return keyed.unionByName(deletes)
 
 
@@ -51,26 +71,24 @@ def affected_events(events: DataFrame, new_change_ids: DataFrame) -> DataFrame:
     """
     keys = (
         events.join(F.broadcast(new_change_ids.distinct()), "change_id", "left_semi")
-        .select("_record_key")
+        .select(*KEY)
         .distinct()
     )
     # A change counts once per key even if it reached the log twice (a defence in depth:
     # silver already keeps one row per change_id).
-    return events.join(keys, "_record_key", "left_semi").dropDuplicates(
-        ["_record_key", "change_id"]
-    )
+    return events.join(keys, KEY, "left_semi").dropDuplicates([*KEY, "change_id"])
 
 
 def sorted_history(events: DataFrame) -> DataFrame:
-    """``_record_key``, ``h``: each key's events in ``seq`` order (``change_id`` breaks
-    ties, so every run folds them the same way)."""
+    """``table_name``, ``_record_key``, ``h``: each key's events in ``seq`` order
+    (``change_id`` breaks ties, so every run folds them the same way)."""
 
     def order(a: Column, b: Column) -> Column:
         # Maps (``changes``) are not comparable, so compare (seq, change_id) only.
         x, y = F.struct(a["seq"], a["change_id"]), F.struct(b["seq"], b["change_id"])
         return F.when(x < y, -1).when(x > y, 1).otherwise(0)
 
-    return events.groupBy("_record_key").agg(
+    return events.groupBy(*KEY).agg(
         F.array_sort(
             F.collect_list(
                 F.struct("seq", "change_id", "op", "changes", "row_image", "source", "event_ts")

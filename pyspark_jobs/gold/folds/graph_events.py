@@ -1,0 +1,126 @@
+"""A TigerGraph source's events, with what TigerGraph does without sending a message.
+
+TigerGraph sends no CDC message when a vertex delete (or a vertex-type delete) removes
+the edges touching it, nor when an edge insert creates its missing source vertex. These
+become events derived from the message that caused them (same ``seq`` and
+``change_id``), so the ordered fold of each key sees them in place:
+
+- a vertex table gets an ``insert_if_absent`` with no attributes for the source vertex of
+  every edge insert (``patch`` / ``insert_if_absent`` of an edge), if that vertex type is
+  declared;
+- a vertex-type truncate deletes every vertex of the type the history knows;
+- an edge table gets a ``delete`` of each of its edges whose from or to vertex a vertex
+  ``delete`` names, and of each edge touching a vertex type a truncate empties.
+
+Undirected edges (and edges with a reverse type) arrive as two messages, origin and
+switched: both are edges of their own and are kept as such.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from pyspark_jobs.gold.folds.events import EVENT_COLUMNS, as_events, expand_truncates, is_table_wide
+from pyspark_jobs.gold.folds.shared import CHANGES_TYPE, TABLE_WIDE_KEY
+
+EDGE_ENDS = ("from", "to")
+
+
+def _key_part(name: str) -> Column:
+    return F.from_json(F.col("_record_key"), "map<string, string>")[name]
+
+
+def _implicit_source_vertices(edges: DataFrame, vertex_specs: DataFrame) -> DataFrame:
+    """``insert_if_absent`` events of the source vertices that edge inserts imply."""
+    inserts = edges.where(F.col("op").isin("patch", "insert_if_absent"))
+    return inserts.join(
+        F.broadcast(vertex_specs),
+        (inserts.source == vertex_specs.v_source) & (_key_part("from_type") == vertex_specs.v_type),
+    ).select(
+        vertex_specs.v_table.alias("table_name"),
+        F.to_json(F.create_map(vertex_specs.v_key, _key_part("from_uid"))).alias("_record_key"),
+        "seq",
+        "change_id",
+        F.lit("insert_if_absent").alias("op"),
+        F.create_map().cast(CHANGES_TYPE).alias("changes"),
+        F.lit(None).cast("string").alias("row_image"),
+        "source",
+        "event_ts",
+    )
+
+
+def _edge_cascade_deletes(
+    edge_events: DataFrame, vertex_events: DataFrame, vertex_specs: DataFrame
+) -> DataFrame:
+    """Deletes of the edges in ``edge_events`` that vertex deletes and truncates remove."""
+    edges = edge_events.select(
+        "table_name",
+        "_record_key",
+        "source",
+        *[
+            _key_part(f"{end}_{part}").alias(f"{end}_{part}")
+            for end in EDGE_ENDS
+            for part in ("type", "uid")
+        ],
+    ).distinct()
+    named = vertex_events.join(
+        F.broadcast(vertex_specs.select("v_table", "v_type")),
+        vertex_events.table_name == F.col("v_table"),
+    )
+    cause = [F.col(c).alias(f"c_{c}") for c in EVENT_COLUMNS[2:]]
+    deleted = named.where(
+        (F.col("op") == "delete") & (F.col("_record_key") != TABLE_WIDE_KEY)
+    ).select(
+        F.col("v_type"),
+        F.from_json("_record_key", "map<string, string>")["uid"].alias("v_uid"),
+        *cause,
+    )
+    emptied = named.where(is_table_wide()).select(F.col("v_type"), *cause)
+    # Equi-joins per edge end instead of one OR join, which Spark would run as a nested loop.
+    hits = [
+        edges.join(
+            deleted,
+            (edges[f"{end}_type"] == deleted.v_type)
+            & (edges[f"{end}_uid"] == deleted.v_uid)
+            & (edges.source == deleted.c_source),
+        )
+        for end in EDGE_ENDS
+    ] + [
+        edges.join(
+            emptied,
+            (edges[f"{end}_type"] == emptied.v_type) & (edges.source == emptied.c_source),
+        )
+        for end in EDGE_ENDS
+    ]
+    columns = ["table_name", "_record_key", *(F.col(f"c_{c}").alias(c) for c in EVENT_COLUMNS[2:])]
+    cascades = hits[0].select(*columns)
+    for hit in hits[1:]:
+        cascades = cascades.unionByName(hit.select(*columns))
+    return cascades.withColumn("op", F.lit("delete")).dropDuplicates(
+        ["table_name", "_record_key", "change_id"]
+    )
+
+
+def graph_events(history: DataFrame, specs: DataFrame) -> DataFrame:
+    """Every event of the graph tables in ``specs``: their own change-log rows in
+    ``history``, implicit source vertices, truncates expanded, and edge cascades."""
+    graph_specs = specs.where(F.col("family") == "graph")
+    own = as_events(history.join(F.broadcast(graph_specs.select("table_name")), "table_name"))
+    vertex_specs = graph_specs.where(F.col("kind") == "vertex").select(
+        F.col("table_name").alias("v_table"),
+        F.col("source").alias("v_source"),
+        F.col("entity").alias("v_type"),
+        F.col("key_columns")[0].alias("v_key"),
+    )
+    kinds = F.broadcast(graph_specs.select("table_name", "kind"))
+    own = own.join(kinds, "table_name")
+    edges = own.where(F.col("kind") == "edge").drop("kind")
+    vertices = own.where(F.col("kind") == "vertex").drop("kind")
+    vertices = expand_truncates(
+        vertices.unionByName(_implicit_source_vertices(edges, vertex_specs))
+    )
+    # The truncate rows themselves (vertex-type deletes) still name the type for cascades.
+    vertex_truncates = own.where((F.col("kind") == "vertex") & is_table_wide()).drop("kind")
+    cascades = _edge_cascade_deletes(edges, vertices.unionByName(vertex_truncates), vertex_specs)
+    return vertices.unionByName(edges).unionByName(cascades)

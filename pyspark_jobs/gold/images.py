@@ -1,0 +1,49 @@
+"""Gold rows as the folds see them: one key's image (declared value column -> text)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pyspark_jobs.gold.folds.shared import IMAGE_TYPE
+from pyspark_jobs.gold.table_specs import GoldTable
+from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
+
+IMAGES_SCHEMA = (
+    f"table_name string, _record_key string, _seq {SEQ_TYPE}, _image {IMAGE_TYPE}, "
+    f"_cell_ts {CELL_TS_TYPE}, _change_id string, _source string, _event_ts timestamp"
+)
+
+
+def table_images(spark: SparkSession, table: GoldTable) -> DataFrame:
+    """One gold table's live rows as ``table_name``, ``_record_key``, ``_seq``, ``_image``,
+    ``_cell_ts`` and the metadata of the change they reflect."""
+    entity = table.entity
+    rows = spark.table(table.name)
+    if entity.soft_delete:
+        rows = rows.where(~F.coalesce(F.col("_deleted"), F.lit(False)))
+    # Typed arrays, so a table without value columns still has a map<string, string>.
+    image = F.map_from_arrays(
+        F.array(*[F.lit(c) for c in entity.value_columns]).cast("array<string>"),
+        F.array(*[F.col(c).cast("string") for c in entity.value_columns]).cast("array<string>"),
+    )
+    return rows.select(
+        F.lit(table.table).alias("table_name"),
+        "_record_key",
+        "_seq",
+        image.alias("_image"),
+        "_cell_ts",
+        "_change_id",
+        "_source",
+        "_event_ts",
+    )
+
+
+def current_images(spark: SparkSession, tables: Sequence[GoldTable]) -> DataFrame:
+    """The gold rows of ``tables`` as images, in one DataFrame."""
+    if not tables:
+        return spark.createDataFrame([], IMAGES_SCHEMA)
+    return functools.reduce(DataFrame.unionByName, [table_images(spark, t) for t in tables])
