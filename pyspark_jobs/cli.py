@@ -86,8 +86,12 @@ def cmd_silver(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_gold(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.gold.apply import apply_gold
+    from pyspark_jobs.gold.rebuild import rebuild_table
 
-    apply_gold(ctx.spark, ctx.config, log=_log)
+    if args.rebuild:
+        rebuild_table(ctx.spark, ctx.config, args.rebuild, log=_log)
+    else:
+        apply_gold(ctx.spark, ctx.config, log=_log)
     return 0
 
 
@@ -192,7 +196,16 @@ def build_parser() -> argparse.ArgumentParser:
     gold = sub.add_parser(
         "gold",
         help="apply new change-log rows to the gold current-state tables",
-        description="Fold each key's new changes in seq order and MERGE them into gold.<table>.",
+        description="Fold each key's new changes in seq order and MERGE them into "
+        "gold.<table> (all tables of a fold family together, MERGEs concurrently). A run "
+        "killed at any point is finished by the next one.",
+    )
+    gold.add_argument(
+        "--rebuild",
+        metavar="TABLE",
+        help="empty one gold table (its history and tombstones too) and fold it again from "
+        "the whole change log, e.g. after fixing a declared type; other tables are brought "
+        "up to date first",
     )
     gold.set_defaults(handler=cmd_gold)
 

@@ -97,3 +97,48 @@ def test_committed_config_is_valid():
     assert {s.format for s in config.sources} >= {"debezium", "cassandra"}
     for source in config.sources:
         assert source.landing is not None and source.landing.is_dir(), source.name
+
+
+GRAPH = """
+sources:
+  - name: graph
+    format: tigergraph
+    landing: data/graph
+    entities:
+      - name: Person
+        table: person
+        kind: vertex
+        key: [uid]
+        columns: {uid: string, age: bigint, score: double, ok: boolean, born: timestamp, tags: json}
+        defaults: {age: 18, score: 0.5, ok: true, born: "2000-01-01 00:00:00", tags: {}}
+"""
+
+
+def test_tigergraph_defaults_load_as_value_text(tmp_path: Path):
+    person = load_config(write(tmp_path, GRAPH)).source("graph").entity("Person")
+    assert person.defaults == {
+        "age": "18",
+        "score": "0.5",
+        "ok": "true",
+        "born": "2000-01-01 00:00:00",
+        "tags": "{}",
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("age: 18,", "age: old,"), "entities[0].defaults.age: expected a bigint value, got 'old'"),
+        (("ok: true", "ok: 1"), "defaults.ok: expected a boolean value, got 1"),
+        (('born: "2000-01-01 00:00:00"', "born: soon"), "defaults.born: expected a timestamp"),
+        (("tags: {}", "tags: x"), "defaults.tags: expected a json value"),
+        (("{age: 18,", "{uid: x, age: 18,"), "defaults.uid: expected a declared column that is"),
+        (("kind: vertex", "kind: row"), "defaults: expected no defaults: they apply to vertex"),
+    ],
+)
+def test_bad_defaults_name_the_column_and_type(tmp_path: Path, change, message):
+    path = write(tmp_path, GRAPH.replace(*change))
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(error.value).startswith(f"{path}: ")
+    assert message in str(error.value)

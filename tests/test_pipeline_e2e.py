@@ -192,11 +192,11 @@ def test_full_row_sources_gold_rows(spark: SparkSession, first_run: Settings):
 
 def test_tigergraph_gold_follows_ops_and_cascades(spark: SparkSession, first_run: Settings):
     # comp2 is created implicitly, as the source of a reverse_Creates edge; comp3 by an
-    # insert-only with no attributes.
+    # insert-only with no attributes: both hold TigerGraph's attribute defaults.
     assert gold_rows(spark, "gold.tg_company", ["uid", "cid", "startDate"]) == [
         ("comp1", 2345, datetime(2001, 1, 1, 8)),
-        ("comp2", None, None),
-        ("comp3", None, None),
+        ("comp2", 0, datetime(1970, 1, 1)),
+        ("comp3", 0, datetime(1970, 1, 1)),
     ]
     # person1: age Add 1, name IgnoreIfExisted kept "Ann". person2 deleted.
     assert gold_rows(spark, "gold.tg_person", ["uid", "name", "age"]) == [("person1", "Ann", 31)]

@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import LakehouseConfig
+from pyspark_jobs.faults import crash_point
 from pyspark_jobs.gold.change_feed import (
     CHANGE_LOG_TABLE,
     Progress,
@@ -90,7 +91,7 @@ class TableApply:
     newest_event_ts: datetime | None = None
 
 
-def _fold_family(
+def fold_family_states(
     spark: SparkSession,
     family_name: str,
     tables: Sequence[GoldTable],
@@ -157,15 +158,15 @@ def fold_and_stage(
         for family_name in FAMILIES:
             touched = _touched(behind, family_name, with_changes)
             if touched:
-                for table in touched:
-                    ensure_gold_table(spark, table.entity)
-                folded.append(_fold_family(spark, family_name, touched, new, up_to))
+                folded.append(fold_family_states(spark, family_name, touched, new, up_to))
         states = (
             functools.reduce(DataFrame.unionByName, folded)
             if folded
             else spark.createDataFrame([], f"{NET_STATE_SCHEMA}, _reject_reason string")
         )
-        return stage(spark, states, [t.table for t in behind], up_to)
+        run = stage(spark, states, [t.table for t in behind], up_to)
+        crash_point("gold:staged")
+        return run
     finally:
         new.unpersist()
 
@@ -204,6 +205,7 @@ def _history(
                 ),
                 run.version,
             )
+            crash_point(f"gold:history-rejects:{table.table}")
         merge_history(
             spark,
             rows.where(F.col("_problems").isNull()),
@@ -227,8 +229,10 @@ def _apply_table(
     if has_states:
         mine = states.where((F.col("table_name") == table.table) & F.col("_reject_reason").isNull())
         metrics = merge_into_gold(spark, typed_rows(mine, table.entity), table.entity)
+        crash_point(f"gold:merged:{table.table}")
     if table.entity.history and new_change_ids is not None:
         _history(spark, table, tables, new_change_ids, run)
+        crash_point(f"gold:history:{table.table}")
     return metrics
 
 
@@ -238,9 +242,14 @@ def apply_staged(
     run: StagedRun,
     progress: dict[str, Progress],
     reports: dict[str, TableApply],
+    new_change_ids: DataFrame | None = None,
 ) -> None:
     """Write a staged run into gold: rejects, tombstones, then every table concurrently;
-    then record the run's progress. Safe to repeat."""
+    then record the run's progress. Safe to repeat.
+
+    ``new_change_ids``: the changes the run applied (history tables rebuild the keys they
+    touch); by default read from the change data feed after each table's progress.
+    """
     states = staged_states(spark, run)
     # Small by construction: one row per table with states.
     per_table = {
@@ -269,14 +278,12 @@ def apply_staged(
             ),
             run.version,
         )
+        crash_point("gold:rejects")
     if any(r["tombs"] for r in per_table.values()):
         merge_tombstones(spark, states.where(F.col("_reject_reason").isNull()))
+        crash_point("gold:tombstones")
     in_run = [t for t in tables if t.table in run.tables]
-    new_change_ids = None
-    if any(t.entity.history for t in in_run):
-        for table in in_run:
-            if table.entity.history:
-                ensure_history_table(spark, table.entity)
+    if new_change_ids is None and any(t.entity.history for t in in_run):
         applied = {t: p.version for t, p in progress.items()}
         new_change_ids = new_changes(spark, applied, [t.table for t in in_run], run.version).select(
             "change_id"
@@ -300,7 +307,7 @@ def apply_staged(
         }
         for name, future in futures.items():
             metrics[name] = future.result()
-    row_counts: dict[str, int | None] = {}
+    done_progress: dict[str, Progress] = {}
     for table in in_run:
         done = metrics.get(table.table, MergeMetrics())
         report = reports[table.table]
@@ -310,8 +317,30 @@ def apply_staged(
         if table.table in per_table:
             report.rejected += int(per_table[table.table]["rejected"])
         report.rows = _rows_before(spark, table, progress) + done.inserted - done.deleted
-        row_counts[table.table] = report.rows
-    record_progress(spark, row_counts, run.version)
+        done_progress[table.table] = Progress(run.version, report.rows, table.signature)
+    crash_point("gold:written")
+    record_progress(spark, done_progress)
+    crash_point("gold:progress")
+
+
+def _ensure_layouts(
+    spark: SparkSession, tables: Sequence[GoldTable], progress: dict[str, Progress]
+) -> list[GoldTable]:
+    """Create missing gold (and history) tables and add newly declared columns, only for
+    tables whose layout changed since their last run (no snapshot read otherwise)."""
+    relaid = []
+    for table in tables:
+        known = progress.get(table.table)
+        if (
+            known is None
+            or known.signature != table.signature
+            or not spark.catalog.tableExists(table.name)
+        ):
+            ensure_gold_table(spark, table.entity)
+            if table.entity.history:
+                ensure_history_table(spark, table.entity)
+            relaid.append(table)
+    return relaid
 
 
 def _rows_before(spark: SparkSession, table: GoldTable, progress: dict[str, Progress]) -> int:
@@ -334,11 +363,9 @@ def apply_gold(
     if not spark.catalog.tableExists(CHANGE_LOG_TABLE):
         raise RuntimeError(f"{CHANGE_LOG_TABLE} does not exist yet: run `lakehouse silver` first")
     tables = gold_tables(config)
-    for table in tables:
-        if not spark.catalog.tableExists(table.name):
-            ensure_gold_table(spark, table.entity)
     reports = {t.table: TableApply(table=t.name, source=t.source.name) for t in tables}
     progress = applied_progress(spark)
+    relaid = _ensure_layouts(spark, tables, progress)
     unfinished = unfinished_run(spark, {t: p.version for t, p in progress.items()})
     if unfinished is not None:
         log(
@@ -348,11 +375,20 @@ def apply_gold(
         apply_staged(spark, tables, unfinished, progress, reports)
         progress = applied_progress(spark)
     up_to = latest_version(spark, CHANGE_LOG_TABLE)
-    behind = [t for t in tables if progress.get(t.table, Progress(-1, None)).version < up_to]
+    behind = [t for t in tables if progress.get(t.table, Progress(-1)).version < up_to]
     if behind:
         applied = {t: p.version for t, p in progress.items()}
         run = fold_and_stage(spark, behind, applied, up_to, reports)
         apply_staged(spark, tables, run, progress, reports)
+    # Tables whose layout changed but that received nothing: remember the new layout.
+    record_progress(
+        spark,
+        {
+            t.table: Progress(progress[t.table].version, progress[t.table].row_count, t.signature)
+            for t in relaid
+            if t not in behind and t.table in progress
+        },
+    )
     for table in tables:
         report = reports[table.table]
         if report.rows is None:

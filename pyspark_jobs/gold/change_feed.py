@@ -20,10 +20,12 @@ CHANGE_LOG_TABLE = "silver.change_log"
 
 @dataclass(frozen=True)
 class Progress:
-    """A gold table's last applied change-log version and its row count then."""
+    """A gold table's last applied change-log version, its row count then, and the
+    signature of its layout (``GoldTable.signature``) when it was last checked."""
 
     version: int
-    row_count: int | None
+    row_count: int | None = None
+    signature: str | None = None
 
 
 def latest_version(spark: SparkSession, table: str) -> int:
@@ -38,11 +40,18 @@ def applied_progress(spark: SparkSession) -> dict[str, Progress]:
     latest = (
         spark.table(PROGRESS_TABLE)
         .groupBy("table_name")
-        .agg(F.max_by(F.struct("silver_version", "row_count"), "silver_version").alias("p"))
+        .agg(
+            F.max_by(
+                F.struct("silver_version", "row_count", "signature"),
+                F.struct("silver_version", "applied_at"),
+            ).alias("p")
+        )
         .collect()
     )
     return {
-        r["table_name"]: Progress(int(r["p"]["silver_version"]), r["p"]["row_count"])
+        r["table_name"]: Progress(
+            int(r["p"]["silver_version"]), r["p"]["row_count"], r["p"]["signature"]
+        )
         for r in latest
     }
 
@@ -80,16 +89,17 @@ def change_log_as_of(spark: SparkSession, version: int) -> DataFrame:
     return spark.read.format("delta").option("versionAsOf", version).table(CHANGE_LOG_TABLE)
 
 
-def record_progress(
-    spark: SparkSession, row_counts: Mapping[str, int | None], silver_version: int
-) -> None:
-    """Remember that the tables of ``row_counts`` reflect the change log up to
-    ``silver_version`` (one commit for all tables of a run)."""
-    if not row_counts:
+def record_progress(spark: SparkSession, progress: Mapping[str, Progress]) -> None:
+    """Remember each table's progress (one commit for all tables of a run)."""
+    if not progress:
         return
     spark.createDataFrame(
-        [(t, silver_version, n) for t, n in row_counts.items()],
-        "table_name string, silver_version bigint, row_count bigint",
+        [(t, p.version, p.row_count, p.signature) for t, p in progress.items()],
+        "table_name string, silver_version bigint, row_count bigint, signature string",
     ).select(
-        "table_name", "silver_version", F.current_timestamp().alias("applied_at"), "row_count"
+        "table_name",
+        "silver_version",
+        F.current_timestamp().alias("applied_at"),
+        "row_count",
+        "signature",
     ).write.format("delta").mode("append").saveAsTable(PROGRESS_TABLE)

@@ -37,13 +37,21 @@ def history_table_name(entity: Entity) -> str:
     return f"{gold_table_name(entity)}_history"
 
 
+def create_history_table(spark: SparkSession, entity: Entity, replace: bool = False) -> None:
+    """Create the history table with the declared layout (``replace``: as an empty new
+    version of an existing table)."""
+    wanted = [(c, spark_type(t)) for c, t in entity.columns.items()] + list(HISTORY_COLUMNS)
+    cols = ", ".join(f"{quote(c)} {t}" for c, t in wanted)
+    verb = "create or replace table" if replace else "create table"
+    spark.sql(f"{verb} {history_table_name(entity)} ({cols}) using delta")
+
+
 def ensure_history_table(spark: SparkSession, entity: Entity) -> None:
     """Create the history table, or add newly declared columns to it."""
     name = history_table_name(entity)
     wanted = [(c, spark_type(t)) for c, t in entity.columns.items()] + list(HISTORY_COLUMNS)
     if not spark.catalog.tableExists(name):
-        cols = ", ".join(f"{quote(c)} {t}" for c, t in wanted)
-        spark.sql(f"create table {name} ({cols}) using delta")
+        create_history_table(spark, entity)
         return
     existing = {f.name.lower() for f in spark.table(name).schema.fields}
     missing = [(c, t) for c, t in wanted if c.lower() not in existing]

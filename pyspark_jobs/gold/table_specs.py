@@ -7,6 +7,8 @@ instead of being baked into one plan per table.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,6 +42,14 @@ class GoldTable:
     def table(self) -> str:
         """The table name as the change log's ``table_name`` holds it."""
         return self.entity.table
+
+    @property
+    def signature(self) -> str:
+        """What the table's layout depends on (declared columns, options), as one string:
+        a run checks a table's columns only when this changed since its last run."""
+        e = self.entity
+        layout = {"columns": dict(e.columns), "soft_delete": e.soft_delete, "history": e.history}
+        return hashlib.sha256(json.dumps(layout, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def attribute_defaults(table: GoldTable) -> dict[str, str]:

@@ -56,17 +56,24 @@ def quote(identifier: str) -> str:
     return f"`{identifier}`"
 
 
+def create_gold_table(spark: SparkSession, entity: Entity, replace: bool = False) -> None:
+    """Create the gold table with the declared layout (``replace``: an existing table is
+    replaced by an empty one, as a new version of the same Delta table)."""
+    spark.sql(f"create database if not exists {GOLD_SCHEMA}")
+    cols = ",\n    ".join(f"{quote(c)} {t}" for c, t in gold_columns(entity))
+    verb = "create or replace table" if replace else "create table"
+    spark.sql(
+        f"{verb} {gold_table_name(entity)} (\n    {cols}\n) using delta "
+        "tblproperties (delta.enableChangeDataFeed = true, delta.enableDeletionVectors = true)"
+    )
+
+
 def ensure_gold_table(spark: SparkSession, entity: Entity) -> None:
     """Create the gold table, or add columns newly declared in config to it."""
-    spark.sql(f"create database if not exists {GOLD_SCHEMA}")
     name = gold_table_name(entity)
     wanted = gold_columns(entity)
     if not spark.catalog.tableExists(name):
-        cols = ",\n    ".join(f"{quote(c)} {t}" for c, t in wanted)
-        spark.sql(
-            f"create table {name} (\n    {cols}\n) using delta "
-            "tblproperties (delta.enableChangeDataFeed = true, delta.enableDeletionVectors = true)"
-        )
+        create_gold_table(spark, entity)
         return
     existing = {f.name.lower() for f in spark.table(name).schema.fields}
     missing = [(c, t) for c, t in wanted if c.lower() not in existing]
@@ -114,9 +121,13 @@ def ensure_state_tables(spark: SparkSession) -> None:
             table_name string not null,
             silver_version bigint not null comment 'last change_log version applied',
             applied_at timestamp not null,
-            row_count bigint comment 'rows in the table after the run (from MERGE metrics)'
+            row_count bigint comment 'rows in the table after the run (from MERGE metrics)',
+            signature string comment 'layout (columns, options) the table was checked for'
         ) using delta
         """
     )
-    if "row_count" not in spark.table(PROGRESS_TABLE).columns:
-        spark.sql(f"alter table {PROGRESS_TABLE} add columns (row_count bigint)")
+    existing = spark.table(PROGRESS_TABLE).columns
+    added = [c for c in ("row_count bigint", "signature string") if c.split()[0] not in existing]
+    if added:
+        # A lake from before these columns: their old rows read as unknown (null).
+        spark.sql(f"alter table {PROGRESS_TABLE} add columns ({', '.join(added)})")

@@ -87,3 +87,28 @@ def test_entity_patches_apply_in_order(spark: SparkSession, empty_lake):
     assert rows(spark, "gold.contacts", cols) == [
         (ID, "Sally", None, '{"home":"1-999","work":"w"}', None, [begun + 9, 3, 1, 2]),
     ]
+
+
+def test_root_remove_deletes_and_a_later_patch_starts_a_new_document(
+    spark: SparkSession, empty_lake
+):
+    # Silver turns a `remove` of the root path ("" or "/") into a delete of the entity.
+    create_change_log(spark)
+    delete = change(PATCHES, CONTACTS, {"entity": ID}, "delete", [300, 1, 1, 0])
+    append(
+        spark,
+        [
+            op([100, 1, 1, 0], "add", "firstName", "Sally"),
+            op([100, 1, 1, 1], "add", "tags", '["a"]'),
+            op([200, 1, 1, 0], "add", "firstName", "Gone", key="other"),
+            change(PATCHES, CONTACTS, {"entity": "other"}, "delete", [200, 1, 1, 1]),
+        ],
+    )
+    apply_gold(spark, config(PATCHES), log=lambda _: None)
+    cols = ["entity", "firstName", "lastName", "tags", "_seq"]
+    assert rows(spark, "gold.contacts", cols) == [(ID, "Sally", None, '["a"]', [100, 1, 1, 1])]
+
+    # Deleted, then re-created in the same batch: nothing of its first life remains.
+    append(spark, [delete, op([400, 1, 1, 0], "add", "lastName", "New")])
+    apply_gold(spark, config(PATCHES), log=lambda _: None)
+    assert rows(spark, "gold.contacts", cols) == [(ID, None, "New", None, [400, 1, 1, 0])]

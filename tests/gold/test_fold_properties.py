@@ -1,13 +1,15 @@
 """Property: random changes, delivered out of order, duplicated and spread over several
 runs of apply_gold, leave gold equal to a pure-Python fold of the same changes.
 
-One example exercises all three fold families (full-row, Cassandra cells, TigerGraph
-ops); examples share one lake and keep apart by key prefix, so no table is re-created.
+One example exercises all four fold families (full-row with its SCD2 history, Cassandra
+cells, TigerGraph ops from attribute defaults, entity-patch documents with root removes);
+examples share one lake and keep apart by key prefix, so no table is re-created.
 """
 
 from __future__ import annotations
 
 import itertools
+from datetime import datetime
 
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
@@ -21,15 +23,21 @@ from tests.conftest import reset_lake
 from tests.gold.changelog import append, change, config, create_change_log
 
 MARKER = "__row_marker__"
-ROWS = Entity("T", "prop_rows", ("id",), {"id": "bigint", "a": "string", "b": "bigint"})
+ROWS = Entity(
+    "T", "prop_rows", ("id",), {"id": "bigint", "a": "string", "b": "bigint"}, history=True
+)
 CELLS = Entity("ks.t", "prop_cells", ("id",), {"id": "bigint", "a": "string", "b": "string"})
 VERTS = Entity(
     "V", "prop_verts", ("uid",), {"uid": "string", "n": "bigint", "s": "string"}, kind="vertex"
 )
+DOCS = Entity(
+    "D", "prop_docs", ("entity",), {"entity": "string", "a": "string", "b": "json"}, kind="document"
+)
 ROW_SRC = Source("p_rows", "opencdc", (ROWS,), landing=None)
 CELL_SRC = Source("p_cells", "cassandra", (CELLS,), landing=None)
 TG_SRC = Source("p_tg", "tigergraph", (VERTS,), landing=None)
-CONFIG = config(ROW_SRC, CELL_SRC, TG_SRC)
+DOC_SRC = Source("p_docs", "debezium_patch", (DOCS,), landing=None)
+CONFIG = config(ROW_SRC, CELL_SRC, TG_SRC, DOC_SRC)
 BATCHES = 2
 _examples = itertools.count()
 
@@ -47,6 +55,11 @@ tg_op = st.tuples(
     small,
     st.sampled_from(["Overwrite", "Add", None]),
     text,
+)
+# ("delete",) is a remove of the document's root path; else (op, column, value).
+doc_op = st.one_of(
+    st.just(("delete", None, None)),
+    st.tuples(st.sampled_from(["add", "replace", "remove"]), st.sampled_from(["a", "b"]), text),
 )
 
 
@@ -88,38 +101,77 @@ def expected_cells(ops, seqs):
     return (live.get("a"), live.get("b"), {c: w[0] for c, w in writes.items()})
 
 
+def expected_history(ops, seqs):
+    """SCD2 versions: the state after each change in seq order, equal neighbours merged."""
+    states = [
+        (seq, None if op[0] == "delete" else (op[1], op[2]))
+        for seq, op in sorted(zip(seqs, ops, strict=False))
+    ]
+    kept = [s for i, s in enumerate(states) if i == 0 or s[1] != states[i - 1][1]]
+    return [
+        (*state, [seq], seq, kept[i + 1][0] if i + 1 < len(kept) else None, i + 1 == len(kept))
+        for i, (seq, state) in enumerate(kept)
+        if state is not None
+    ]
+
+
+# TigerGraph: every attribute starts at its type's default (bigint 0, string '') and every
+# op applies to the current value, defaults included; a delete resets them.
+NUMBER_OPS = {
+    "Overwrite": lambda old, v: v,
+    "Add": lambda old, v: old + v,
+    "Max": max,
+    "Min": min,
+    "Minus": lambda old, v: old - v,
+    None: lambda old, v: old,
+}
+TEXT_OPS = {"Overwrite": lambda old, v: v, "Add": lambda old, v: old + v, None: lambda old, v: old}
+
+
 def expected_vertex(ops, seqs):
-    exists, n, s, last = False, None, None, None
+    exists, n, s, last = False, 0, "", None
     for (kind, n_op, n_val, s_op, s_val), seq in sorted(
         zip(ops, seqs, strict=False), key=lambda x: x[1]
     ):
         if kind == "delete":
-            exists, n, s, last = False, None, None, seq
+            exists, n, s, last = False, 0, "", seq
             continue
         if kind == "insert_if_absent" and exists:
             continue
         exists, last = True, seq
-        if n_op == "Overwrite" or (n_op in ("Add", "Max", "Min") and n is None):
-            n = n_val
-        elif n_op == "Add":
-            n += n_val
-        elif n_op == "Max":
-            n = max(n, n_val)
-        elif n_op == "Min":
-            n = min(n, n_val)
-        elif n_op == "Minus":
-            n = (n or 0) - n_val
-        if s_op == "Overwrite" or (s_op == "Add" and s is None):
-            s = s_val
-        elif s_op == "Add":
-            s += s_val
+        n, s = NUMBER_OPS[n_op](n, n_val), TEXT_OPS[s_op](s, s_val)
     return (n, s, [last]) if exists else None
+
+
+def expected_document(ops, seqs):
+    doc, last = None, None
+    for (kind, column, value), seq in sorted(zip(ops, seqs, strict=False), key=lambda x: x[1]):
+        last = seq
+        if kind == "delete":
+            doc = None
+            continue
+        doc = {} if doc is None else doc
+        if kind == "remove":
+            doc[column] = None
+        else:
+            doc[column] = value if column == "a" else f'["{value}"]'
+    return None if doc is None else (doc.get("a"), doc.get("b"), [last])
 
 
 def row_change(k, op, seq):
     kind, a, b = op
     row = {"id": k, "a": a, "b": b} if kind == "upsert" else None
     return change(ROW_SRC, ROWS, {"id": k}, kind, [seq], row=row)
+
+
+def doc_change(k, op, seq):
+    kind, column, value = op
+    if kind == "delete":
+        return change(DOC_SRC, DOCS, {"entity": k}, "delete", [seq])
+    text = value if column == "a" else f'["{value}"]'
+    return change(
+        DOC_SRC, DOCS, {"entity": k}, "patch", [seq], changes={column: (kind, text, None)}
+    )
 
 
 def cell_change(k, op, seq):
@@ -150,6 +202,11 @@ def lake(spark: SparkSession, settings):
     create_change_log(spark)
 
 
+def millis(ts: datetime | None) -> int | None:
+    """A version bound back as the seq it came from (the test's event time is seq ms)."""
+    return None if ts is None else round((ts - datetime(1970, 1, 1)).total_seconds() * 1000)
+
+
 def gold(spark, table, key, columns, keys):
     found = {
         r[0]: tuple(r[1:])
@@ -171,6 +228,7 @@ def gold(spark, table, key, columns, keys):
     rows=st.lists(deliveries(row_op), min_size=3, max_size=8),
     cells=st.lists(deliveries(cell_op), min_size=3, max_size=8),
     verts=st.lists(deliveries(tg_op), min_size=3, max_size=8),
+    docs=st.lists(deliveries(doc_op), min_size=3, max_size=8),
 )
 # Found by this test: the tombstone of a key that came back to life turned the live row's
 # cells into cell tombstones on the next batch (b = 'zz' lost).
@@ -205,15 +263,25 @@ def gold(spark, table, key, columns, keys):
             [None, 1, None, None, None],
         )
     ],
+    docs=[
+        (
+            [("add", "a", "x"), ("delete", None, None), ("add", "b", "y")],
+            [1, 2, 3],
+            [1, 0, 1],
+            [None, 1, None],
+        )
+    ],
 )
-def test_gold_equals_reference_fold(spark: SparkSession, lake, rows, cells, verts):
+def test_gold_equals_reference_fold(spark: SparkSession, lake, rows, cells, verts, docs):
     example = next(_examples)
     batches: list[list[tuple]] = [[] for _ in range(BATCHES)]
-    expected: dict[str, dict] = {"rows": {}, "cells": {}, "verts": {}}
+    expected: dict[str, dict] = {"rows": {}, "cells": {}, "verts": {}, "docs": {}}
+    history: dict[int, list] = {}
     families = (
         ("rows", rows, row_change, expected_rows, lambda i: example * 10 + i),
         ("cells", cells, cell_change, expected_cells, lambda i: example * 10 + i),
         ("verts", verts, tg_change, expected_vertex, lambda i: f"{example}-{i}"),
+        ("docs", docs, doc_change, expected_document, lambda i: f"{example}-{i}"),
     )
     for name, keyed, make, reference, key_of in families:
         for i, (ops, seqs, batch, redelivery) in enumerate(keyed):
@@ -223,6 +291,8 @@ def test_gold_equals_reference_fold(spark: SparkSession, lake, rows, cells, vert
                 if again is not None:
                     batches[again].append(make(k, op, seq))
             expected[name][k] = reference(ops, seqs)
+            if name == "rows":
+                history[k] = expected_history(ops, seqs)
     for batch in batches:
         if batch:
             append(spark, batch, dedupe=False)
@@ -240,3 +310,25 @@ def test_gold_equals_reference_fold(spark: SparkSession, lake, rows, cells, vert
     assert gold(
         spark, "gold.prop_verts", "uid", ["n", "s", "_seq"], list(expected["verts"])
     ) == present(expected["verts"])
+    assert gold(
+        spark, "gold.prop_docs", "entity", ["a", "b", "_seq"], list(expected["docs"])
+    ) == present(expected["docs"])
+    versions = (
+        spark.table("gold.prop_rows_history")
+        .where(F.col("id").isin(list(history)))
+        .select("id", "a", "b", "_seq", "valid_from", "valid_to", "is_current")
+        .collect()
+    )
+    found: dict[int, list] = {k: [] for k in history}
+    for v in sorted(versions, key=lambda r: (r["id"], r["_seq"])):
+        found[v["id"]].append(
+            (
+                v["a"],
+                v["b"],
+                v["_seq"],
+                millis(v["valid_from"]),
+                millis(v["valid_to"]),
+                v["is_current"],
+            )
+        )
+    assert found == history
