@@ -125,7 +125,7 @@ class Workload:
         self.tid = 0
         self.live_users: set[int] = set()
         self.persons: set[int] = set()
-        self.works_at: set[tuple[int, int]] = set()
+        self.works_at: dict[int, set[int]] = {}  # person -> companies
         self.files = 0
 
     # -- one change per source ---------------------------------------------------------
@@ -187,25 +187,28 @@ class Workload:
         person = {"type": "Person", "vid": pid, "uid": f"p{pid}"}
         roll = self.rnd.random()
         if roll < 0.25:
-            company = self.rnd.randrange(self.companies)
+            employers = self.works_at.setdefault(pid, set())
+            leaves = employers and self.rnd.random() < 0.3
+            company = min(employers) if leaves else self.rnd.randrange(self.companies)
             target = {"type": "Company", "vid": 10**9 + company, "uid": f"c{company}"}
             edge = {"type": "edge", "typename": "WorksAt", "from": person, "to": target}
-            if (pid, company) in self.works_at and self.rnd.random() < 0.3:
-                self.works_at.discard((pid, company))
+            if leaves:
+                employers.discard(company)
                 return [_Change(None, message(operator="delete", content={}, **edge), ts)]
-            self.works_at.add((pid, company))
+            employers.add(company)
             self.persons.add(pid)
             content = {"weight": {"op": "Add", "value": 1}}
             # A directed edge comes with the insert-only of its target vertex.
-            target_vertex = {"type": "vertex", "typename": "Company", **target}
+            target_vertex = {"type": "vertex", "typename": "Company", "vid": target["vid"],
+                             "uid": target["uid"]}  # fmt: skip
             return [
                 _Change(None, message(operator="insert", content=content, **edge), ts),
                 _Change(None, message(1, operator="insert-only", content={}, **target_vertex), ts),
             ]
-        vertex = {"type": "vertex", "typename": "Person", **person}
+        vertex = {"type": "vertex", "typename": "Person", "vid": pid, "uid": f"p{pid}"}
         if pid in self.persons and roll < 0.30:
             self.persons.discard(pid)
-            self.works_at = {(p, c) for p, c in self.works_at if p != pid}
+            self.works_at.pop(pid, None)
             return [_Change(None, message(operator="delete", content={}, **vertex), ts)]
         if roll < 0.35:
             company = self.rnd.randrange(self.companies)
