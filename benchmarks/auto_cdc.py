@@ -11,6 +11,7 @@ compared with ours (part ``python -m benchmarks.auto_cdc`` does the comparison).
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -27,6 +28,8 @@ from benchmarks.rss import RssSampler
 from pyspark_jobs.settings import Settings
 
 FLOW = Path(__file__).with_name("auto_cdc_flow.py")
+# spark-submit drops settings whose name does not start with "spark.".
+LANDING_CONF = "spark.bench.debezium_landing"
 # Static settings go on the command line; the spec's `configuration` cannot set them.
 SUBMIT_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -55,19 +58,22 @@ def first_error(output: str) -> tuple[str | None, str]:
     return None, lines[-1] if lines else ""
 
 
-def try_auto_cdc(debezium_landing: Path, ours: Path, folder: Path) -> dict[str, Any]:
+def try_auto_cdc(debezium_landing: str, ours: str, folder: str) -> dict[str, Any]:
     """Run the AUTO CDC pipeline on the Debezium landing files; what happened."""
-    folder.mkdir(parents=True, exist_ok=True)
-    warehouse = folder / "warehouse"
-    spec = folder / "spark-pipeline.yml"
+    work = Path(folder)
+    work.mkdir(parents=True, exist_ok=True)
+    warehouse = work / "warehouse"
+    # Pipeline libraries are globs relative to the spec's folder.
+    shutil.copyfile(FLOW, work / FLOW.name)
+    spec = work / "spark-pipeline.yml"
     spec.write_text(
         yaml.safe_dump(
             {
                 "name": "bench_auto_cdc",
-                "storage": (folder / "storage").as_uri(),
+                "storage": (work / "storage").as_uri(),
                 "database": "default",
-                "configuration": {"bench.debezium_landing": str(debezium_landing)},
-                "libraries": [{"glob": {"include": str(FLOW)}}],
+                "configuration": {LANDING_CONF: debezium_landing},
+                "libraries": [{"glob": {"include": FLOW.name}}],
             }
         )
     )
@@ -76,11 +82,11 @@ def try_auto_cdc(debezium_landing: Path, ours: Path, folder: Path) -> dict[str, 
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     command += ["run", "--spec", str(spec)]
-    log = folder / "spark-pipelines.log"
+    log = work / "spark-pipelines.log"
     started = time.time()
     with log.open("w") as sink:
         code = subprocess.run(
-            command, stdout=sink, stderr=subprocess.STDOUT, env=child_env(), cwd=folder
+            command, stdout=sink, stderr=subprocess.STDOUT, env=child_env(), cwd=work
         ).returncode
     seconds = time.time() - started
     output = log.read_text()
@@ -96,11 +102,11 @@ def try_auto_cdc(debezium_landing: Path, ours: Path, folder: Path) -> dict[str, 
     compared = start_part(
         "benchmarks.auto_cdc",
         {
-            "lake": str(folder / "compare-lake"),
-            "ours": str(ours),
+            "lake": str(work / "compare-lake"),
+            "ours": ours,
             "theirs": str(warehouse / "users"),
         },
-        folder / "compare",
+        work / "compare",
     )
     return {"status": "ran", "seconds": seconds, "differences": compared["differences"]}
 

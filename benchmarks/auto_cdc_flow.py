@@ -1,17 +1,18 @@
 """Spark Declarative Pipelines definitions: AUTO CDC of the Debezium part into ``users``.
 
 Loaded by ``spark-pipelines run`` (see ``benchmarks.auto_cdc``), never imported by the
-package; the landing folder comes from the pipeline spec's ``bench.debezium_landing``.
+package; the landing folder comes from the pipeline spec's configuration.
 """
 
 from pyspark import pipelines as dp
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from benchmarks.auto_cdc import LANDING_CONF
 from benchmarks.debezium_changes import LANDING_SCHEMA, user_changes
 
 spark = SparkSession.active()
-LANDING = spark.conf.get("bench.debezium_landing")
+LANDING = spark.conf.get(LANDING_CONF)
 
 
 @dp.temporary_view

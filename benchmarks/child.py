@@ -9,6 +9,7 @@ starts cold like a user's would, and its driver memory is its own.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -74,15 +75,21 @@ def child_env() -> dict[str, str]:
     }
 
 
-def start_part(module: str, params: Params, folder: Path) -> dict[str, Any]:
-    """Run part ``module`` with ``params`` (its files under ``folder``); its figures."""
+def start_part(module: str, params: Params, folder: Path, *call: str) -> dict[str, Any]:
+    """Run part ``module`` with ``params`` (its files under ``folder``); its figures.
+
+    With ``call`` (``"package.module:function"``), run that function with ``params`` as
+    keyword arguments in a fresh Python process instead (``module`` is then
+    ``benchmarks.child``): measurements that orchestrate processes of their own run from
+    the code as it is when they start, like the parts.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     params_file, out = folder / "params.json", folder / "figures.json"
     params_file.write_text(json.dumps(params, indent=2, default=str))
     log = folder / "part.log"
     with log.open("w") as sink:
         code = subprocess.run(
-            [sys.executable, "-m", module, "--params", str(params_file), "--out", str(out)],
+            [sys.executable, "-m", module, *call, "--params", str(params_file), "--out", str(out)],
             stdout=sink,
             stderr=subprocess.STDOUT,
             env=child_env(),
@@ -93,3 +100,24 @@ def start_part(module: str, params: Params, folder: Path) -> dict[str, Any]:
         raise PartFailed(f"{module} exited {code}; the end of {log}:\n{tail}")
     figures: dict[str, Any] = json.loads(out.read_text())
     return figures
+
+
+def call_in_child(function: str, folder: Path, /, **kwargs: Any) -> dict[str, Any]:
+    """``function`` (``"package.module:name"``) called with ``kwargs`` in a fresh process."""
+    return start_part("benchmarks.child", kwargs, folder, function)
+
+
+def _call_main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("function")
+    parser.add_argument("--params", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    module, name = args.function.split(":")
+    function = getattr(importlib.import_module(module), name)
+    figures = function(**json.loads(args.params.read_text()))
+    args.out.write_text(json.dumps(figures, indent=2, sort_keys=True))
+
+
+if __name__ == "__main__":
+    _call_main()

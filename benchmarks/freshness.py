@@ -68,7 +68,7 @@ def _cycle_end(line: str) -> bool:
 
 
 def measure_freshness(
-    folder: Path,
+    folder: str,
     keys: int,
     seed: int,
     rate: float,
@@ -77,8 +77,9 @@ def measure_freshness(
     timeout: float = 3600,
 ) -> dict[str, Any]:
     """Run the continuous mode with a producer at ``rate`` events/s for ``duration`` s."""
-    landing, lake = folder / "landing", folder / "lake"
-    config = write_bench_config(folder, landing)
+    work = Path(folder)
+    landing, lake = work / "landing", work / "lake"
+    config = write_bench_config(work, landing)
     workload = Workload(keys, seed=seed, out_of_order=0.0, redelivered=0.0)
     # A first file, so the first (cold) cycle creates every table before the measurement.
     workload.write(landing, max(100, round(rate)), now_ms=int(time.time() * 1000))
@@ -124,9 +125,9 @@ def measure_freshness(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    (folder / "lakehouse.log").write_text("\n".join(line for _, line in output.lines) + "\n")
+    (work / "lakehouse.log").write_text("\n".join(line for _, line in output.lines) + "\n")
     if code != 0:
-        raise RuntimeError(f"lakehouse run --every exited {code}; see {folder / 'lakehouse.log'}")
+        raise RuntimeError(f"lakehouse run --every exited {code}; see {work / 'lakehouse.log'}")
     cycles = [
         float(line.rsplit(" in ", 1)[1].split()[0])
         for at, line in output.lines
@@ -135,11 +136,11 @@ def measure_freshness(
     stats = start_part(
         "benchmarks.freshness",
         {
-            "lake": str(folder / "stats-lake"),
+            "lake": str(work / "stats-lake"),
             "gold": str(lake / "warehouse" / "gold.db"),
             "since_ms": int(started * 1000),
         },
-        folder / "stats",
+        work / "stats",
     )
     return {
         "rate": rate,

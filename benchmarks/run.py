@@ -33,9 +33,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from benchmarks.auto_cdc import try_auto_cdc
-from benchmarks.child import PartFailed, start_part
-from benchmarks.freshness import measure_freshness
+from benchmarks.child import PartFailed, call_in_child, start_part
 from benchmarks.generate import DEBEZIUM, Workload, write_bench_config
 from benchmarks.results import write_results
 from pyspark_jobs.settings import PROJECT_ROOT
@@ -234,7 +232,13 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "auto_cdc": _attempt(
             "AUTO CDC",
-            lambda: try_auto_cdc(landing / DEBEZIUM, Path(our_users), work / "auto-cdc"),
+            lambda: call_in_child(
+                "benchmarks.auto_cdc:try_auto_cdc",
+                work / "auto-cdc",
+                debezium_landing=str(landing / DEBEZIUM),
+                ours=our_users,
+                folder=str(work / "auto-cdc" / "pipeline"),
+            ),
             log,
         ),
     }
@@ -260,8 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     results["cost_growth"] = growth
     results["freshness"] = _attempt(
         f"freshness at {args.rate:g} events/s",
-        lambda: measure_freshness(
+        lambda: call_in_child(
+            "benchmarks.freshness:measure_freshness",
             work / "freshness",
+            folder=str(work / "freshness" / "run"),
             keys=args.keys,
             seed=args.seed,
             rate=args.rate,
