@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,9 @@ class _Lines:
         for line in self.proc.stdout:
             self.lines.append((time.time(), line.rstrip("\n")))
 
-    def wait_for(self, wanted, after: float, timeout: float) -> tuple[float, str]:  # type: ignore[no-untyped-def]
+    def wait_for(
+        self, wanted: Callable[[str], bool], after: float, timeout: float
+    ) -> tuple[float, str]:
         """The first line arrived after ``after`` for which ``wanted(line)`` holds."""
         deadline = time.time() + timeout
         while time.time() < deadline:

@@ -180,8 +180,17 @@ class Workload:
         return [_Change(key, {"op": op, "after": cells, "source": source}, ts)]
 
     def _tigergraph(self, pid: int, ts: int) -> list[_Change]:
-        def message(index: int = 0, **fields: Any) -> dict[str, Any]:
-            return {"mid": f"0|{ts}|{self.tid}|{index}", "timestamp": ts, **fields}
+        def message(
+            operator: str, element: dict[str, Any], content: dict[str, Any], index: int = 0
+        ) -> dict[str, Any]:
+            mid = f"0|{ts}|{self.tid}|{index}"
+            return {
+                "mid": mid,
+                "timestamp": ts,
+                "operator": operator,
+                **element,
+                "content": content,
+            }
 
         self.tid += 1
         person = {"type": "Person", "vid": pid, "uid": f"p{pid}"}
@@ -194,7 +203,7 @@ class Workload:
             edge = {"type": "edge", "typename": "WorksAt", "from": person, "to": target}
             if leaves:
                 employers.discard(company)
-                return [_Change(None, message(operator="delete", content={}, **edge), ts)]
+                return [_Change(None, message("delete", edge, {}), ts)]
             employers.add(company)
             self.persons.add(pid)
             content = {"weight": {"op": "Add", "value": 1}}
@@ -202,27 +211,27 @@ class Workload:
             target_vertex = {"type": "vertex", "typename": "Company", "vid": target["vid"],
                              "uid": target["uid"]}  # fmt: skip
             return [
-                _Change(None, message(operator="insert", content=content, **edge), ts),
-                _Change(None, message(1, operator="insert-only", content={}, **target_vertex), ts),
+                _Change(None, message("insert", edge, content), ts),
+                _Change(None, message("insert-only", target_vertex, {}, index=1), ts),
             ]
         vertex = {"type": "vertex", "typename": "Person", "vid": pid, "uid": f"p{pid}"}
         if pid in self.persons and roll < 0.30:
             self.persons.discard(pid)
             self.works_at.pop(pid, None)
-            return [_Change(None, message(operator="delete", content={}, **vertex), ts)]
+            return [_Change(None, message("delete", vertex, {}), ts)]
         if roll < 0.35:
             company = self.rnd.randrange(self.companies)
             content = {"name": {"op": "Overwrite", "value": f"company {company} v{self.tid}"}}
             comp = {"type": "vertex", "typename": "Company", "vid": 10**9 + company,
                     "uid": f"c{company}"}  # fmt: skip
-            return [_Change(None, message(operator="insert", content=content, **comp), ts)]
+            return [_Change(None, message("insert", comp, content), ts)]
         self.persons.add(pid)
         op = self.rnd.choice(("Add", "Max", "Overwrite"))
         content = {
             "name": {"op": "Overwrite", "value": f"person {pid} v{self.tid}"},
             "score": {"op": op, "value": self.rnd.randrange(1, 100)},
         }
-        return [_Change(None, message(operator="insert", content=content, **vertex), ts)]
+        return [_Change(None, message("insert", vertex, content), ts)]
 
     # -- streams and files -------------------------------------------------------------
     def changes(

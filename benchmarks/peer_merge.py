@@ -10,10 +10,11 @@ Params: ``lake``, ``landing`` (the Debezium landing folder), ``ours`` (the path 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from benchmarks.child import Params, run_part
@@ -25,7 +26,7 @@ from pyspark_jobs.settings import Settings
 TARGET = "peer.users"
 
 
-def _merge_latest(spark: SparkSession):  # type: ignore[no-untyped-def]
+def _merge_latest(spark: SparkSession) -> Callable[[DataFrame, int], None]:
     def merge_batch(batch: DataFrame, batch_id: int) -> None:
         latest = (
             user_changes(batch)
@@ -34,7 +35,7 @@ def _merge_latest(spark: SparkSession):  # type: ignore[no-untyped-def]
             .select("c.*")
         )
         newer = "s.ts_ms > t.ts_ms or (s.ts_ms = t.ts_ms and s.lsn > t.lsn)"
-        values = {c: f"s.{c}" for c in (*USER_COLUMNS, "ts_ms", "lsn")}
+        values: dict[str, str | Column] = {c: f"s.{c}" for c in (*USER_COLUMNS, "ts_ms", "lsn")}
         (
             DeltaTable.forName(spark, TARGET)
             .alias("t")

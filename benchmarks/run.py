@@ -53,7 +53,9 @@ def machine() -> dict[str, Any]:
     }
 
 
-def _attempt(name: str, measure: Callable[[], dict[str, Any]], log: Callable[[str], None]):  # type: ignore[no-untyped-def]
+def _attempt(
+    name: str, measure: Callable[[], dict[str, Any]], log: Callable[[str], None]
+) -> dict[str, Any]:
     """Run one measurement; a failure is kept in the results (and fails the bench) instead
     of losing the measurements already taken."""
     log(f"bench: {name} ...")
