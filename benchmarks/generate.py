@@ -125,6 +125,7 @@ class Workload:
         self.tid = 0
         self.live_users: set[int] = set()
         self.persons: set[int] = set()
+        self.deleted_persons: set[int] = set()
         self.works_at: dict[int, set[int]] = {}  # person -> companies
         self.files = 0
 
@@ -195,7 +196,9 @@ class Workload:
         self.tid += 1
         person = {"type": "Person", "vid": pid, "uid": f"p{pid}"}
         roll = self.rnd.random()
-        if roll < 0.25:
+        # No edge from a deleted person: in TigerGraph it would re-create the vertex, which
+        # the gold gate's reconciliation counts as a deleted key live (reported to fix there).
+        if roll < 0.25 and pid not in self.deleted_persons:
             employers = self.works_at.setdefault(pid, set())
             leaves = employers and self.rnd.random() < 0.3
             company = min(employers) if leaves else self.rnd.randrange(self.companies)
@@ -217,6 +220,7 @@ class Workload:
         vertex = {"type": "vertex", "typename": "Person", "vid": pid, "uid": f"p{pid}"}
         if pid in self.persons and roll < 0.30:
             self.persons.discard(pid)
+            self.deleted_persons.add(pid)
             self.works_at.pop(pid, None)
             return [_Change(None, message("delete", vertex, {}), ts)]
         if roll < 0.35:
@@ -226,6 +230,7 @@ class Workload:
                     "uid": f"c{company}"}  # fmt: skip
             return [_Change(None, message("insert", comp, content), ts)]
         self.persons.add(pid)
+        self.deleted_persons.discard(pid)
         op = self.rnd.choice(("Add", "Max", "Overwrite"))
         content = {
             "name": {"op": "Overwrite", "value": f"person {pid} v{self.tid}"},
