@@ -152,7 +152,8 @@ def markdown(results: dict[str, Any]) -> str:
                 "AUTO CDC (`create_auto_cdc_flow`)",
                 f"refused after {_s(auto['seconds'])}",
                 "–",
-                f"`{auto['message']}`",
+                # a double-backtick span: the message quotes names in single backticks
+                f"`` {auto['message']} ``",
             ]
         )
     else:

@@ -152,5 +152,5 @@ def test_the_bench_at_a_tiny_size_fills_every_figure(tmp_path: Path):
     )
     for heading in headings:
         assert heading in table
-    assert f"`{REFUSAL}`" in table
+    assert f"`` {REFUSAL} ``" in table
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
