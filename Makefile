@@ -38,8 +38,9 @@ test: setup-test ## run the test suite
 report: setup ## build the data-quality report (Data Docs + run summary) and print its path
 	$(BIN)/lakehouse report
 
-bench: setup ## measure the pipeline on generated data (not part of `make test`)
-	$(BIN)/python -m benchmarks.run
+BENCH_ARGS ?=
+bench: setup ## measure the pipeline beside the copy floor and a hand-written MERGE (BENCH_ARGS="--events 100000")
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 lint: setup ## ruff, mypy and sqlfluff
 	$(BIN)/ruff check pyspark_jobs tests benchmarks

@@ -43,18 +43,37 @@ class Context:
         return self._spark
 
 
+def _seconds(text: str) -> float:
+    """argparse type of ``--every``: a number of seconds, not negative."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text!r}")
+    return value
+
+
+def _stop_on_signals() -> threading.Event:
+    """A flag that SIGTERM (systemd, docker stop) or Ctrl-C sets.
+
+    Long-running commands look at it between batches or cycles: a flag rather than an
+    exception, so no Spark call or dbt build is cut off halfway.
+    """
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
+
+
 def cmd_ingest(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.bronze.ingest import chosen_sources, ingest, ingest_locks
 
     # The lock comes before the Spark session: a second ingest refuses at once instead of
     # booting a JVM that would block on the embedded metastore.
     sources = chosen_sources(ctx.config, args.source or ())
-    stop = threading.Event()
-    if args.every is not None:
-        # SIGTERM (systemd, docker stop) or Ctrl-C ends a long-running ingest after the
-        # batch in flight; a flag rather than an exception, so no Spark call is cut off.
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stop.set())
+    # --every ends after the batch in flight.
+    stop = _stop_on_signals() if args.every is not None else threading.Event()
     with ingest_locks(ctx.settings, sources):
         reports = ingest(
             ctx.spark,
@@ -97,11 +116,21 @@ def cmd_gold(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.bronze.ingest import chosen_sources, ingest_locks
-    from pyspark_jobs.pipeline import run_pipeline
+    from pyspark_jobs.pipeline import run_continuously, run_pipeline
 
     # As for ingest: refuse a concurrent run before booting a JVM on the same metastore.
     with ingest_locks(ctx.settings, chosen_sources(ctx.config)):
-        return run_pipeline(ctx.spark, ctx.settings, ctx.config, log=_log, take_locks=False)
+        if args.every is None:
+            return run_pipeline(ctx.spark, ctx.settings, ctx.config, log=_log, take_locks=False)
+        return run_continuously(
+            ctx.spark,
+            ctx.settings,
+            ctx.config,
+            every_seconds=args.every,
+            stop=_stop_on_signals(),
+            log=_log,
+            take_locks=False,
+        )
 
 
 def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
@@ -169,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument(
         "--every",
-        type=float,
+        type=_seconds,
         metavar="SECONDS",
         help="keep running, starting a batch every SECONDS, until interrupted",
     )
@@ -212,7 +241,18 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="ingest, silver and gold in order, each behind its quality gate",
-        description="Run every layer in one Spark session and print the run summary.",
+        description="Run every layer in one Spark session and print the run summary. "
+        "With --every, keep the session warm and run a cycle (bronze, silver, gold, each "
+        "behind its gate, with its own run summary) every SECONDS; a cycle stopped by a gate "
+        "promotes nothing past it and the next cycle tries again. SIGTERM or Ctrl-C ends it "
+        "after the cycle in flight, with exit 0.",
+    )
+    run.add_argument(
+        "--every",
+        type=_seconds,
+        metavar="SECONDS",
+        help="keep running, starting a cycle every SECONDS (at once when the previous one "
+        "took longer), until SIGTERM or Ctrl-C",
     )
     run.set_defaults(handler=cmd_run)
 

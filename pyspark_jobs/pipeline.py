@@ -4,19 +4,24 @@ A layer is built, then validated; a failed gate stops the run before the next la
 the run exits 1. Nothing is rolled back: bronze and silver are append-only and gold
 applies from its own progress marker, so once the data or the threshold is fixed the
 next run continues from where this one stopped.
+
+``lakehouse run --every SECONDS`` repeats that run as cycles in the same (warm) session
+until it is asked to stop; see ``run_continuously``.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.gold.apply import apply_gold
+from pyspark_jobs.gold.apply import TableApply, apply_gold
 from pyspark_jobs.quality.gates import GateResult, run_gate
 from pyspark_jobs.quality.gx_context import data_docs_index
 from pyspark_jobs.quality.report import write_report
@@ -55,17 +60,30 @@ def _build_layers(
         return silver_totals(spark)
 
     def gold() -> dict[str, Any]:
-        tables = apply_gold(spark, config, log=log)
-        return {
-            "rows": {t.table: t.rows for t in tables},
-            "applied": {t.table: t.changes for t in tables},
-            "rejected": {t.table: t.rejected for t in tables},
-            "freshness": {
-                t.table: t.newest_event_ts.isoformat() for t in tables if t.newest_event_ts
-            },
-        }
+        return gold_totals(apply_gold(spark, config, log=log))
 
     return [("bronze", bronze), ("silver", silver), ("gold", gold)]
+
+
+def _utc_iso(moment: datetime) -> str:
+    # PySpark hands timestamps back as naive local times; astimezone() reads a naive value
+    # as local time too, so both naive and aware values end up as the same UTC instant.
+    return moment.astimezone(timezone.utc).isoformat()
+
+
+def gold_totals(tables: Iterable[TableApply]) -> dict[str, Any]:
+    """What the summary keeps of a gold apply, per table: rows, changes applied, states
+    rejected (``lakehouse.gold_rejects``), and ``freshness``: the event time (UTC, ISO
+    8601) of the newest change applied to the table, for the tables that received one."""
+    tables = list(tables)
+    return {
+        "rows": {t.table: t.rows for t in tables},
+        "applied": {t.table: t.changes for t in tables},
+        "rejected": {t.table: t.rejected for t in tables},
+        "freshness": {
+            t.table: _utc_iso(t.newest_event_ts) for t in tables if t.newest_event_ts is not None
+        },
+    }
 
 
 def write_run_report(settings: Settings) -> str:
@@ -116,3 +134,35 @@ def run_pipeline(
         else:
             log(f"report: {report}")
     return EXIT_OK if failed_gate is None else EXIT_FAILED
+
+
+def run_continuously(
+    spark: SparkSession,
+    settings: Settings,
+    config: LakehouseConfig,
+    every_seconds: float,
+    stop: threading.Event,
+    log: Callable[[str], None] = print,
+    take_locks: bool = True,
+) -> int:
+    """Run the pipeline in cycles in this session until ``stop`` is set; return 0.
+
+    A cycle is one ``run_pipeline`` (its own run summary and report); one starts every
+    ``every_seconds`` after the previous one started, or at once when that one took
+    longer. A cycle stopped by a gate promotes nothing past the gate, and the next cycle
+    tries again. ``stop`` is only looked at between cycles, so the cycle in flight always
+    finishes (SIGTERM / Ctrl-C in ``lakehouse run --every``). An error in a step (not a
+    gate) ends the loop by raising, as in a single run.
+    """
+    cycle = 0
+    while not stop.is_set():
+        cycle += 1
+        started = time.monotonic()
+        log(f"cycle {cycle}: started")
+        code = run_pipeline(spark, settings, config, log=log, take_locks=take_locks)
+        elapsed = time.monotonic() - started
+        outcome = "succeeded" if code == EXIT_OK else "stopped by a gate"
+        log(f"cycle {cycle}: {outcome} in {elapsed:.1f} s")
+        stop.wait(max(0.0, every_seconds - elapsed))
+    log(f"run --every: stop requested; ended after cycle {cycle}")
+    return EXIT_OK

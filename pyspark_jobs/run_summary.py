@@ -69,6 +69,15 @@ def silver_totals(spark: SparkSession) -> dict[str, Any]:
     }
 
 
+def freshness_seconds(newest_event_ts: str, now: float) -> float:
+    """Seconds from a table's newest applied change (an ISO time with offset) to ``now``.
+
+    >>> freshness_seconds("2024-01-01T00:00:00+00:00", 1704067230.5)
+    30.5
+    """
+    return now - datetime.fromisoformat(newest_event_ts).timestamp()
+
+
 def format_summary(summary: RunSummary) -> str:
     """The human-readable block ``lakehouse run`` prints."""
     lines = [f"run {summary.run_id}: {summary.status}"]
@@ -80,8 +89,14 @@ def format_summary(summary: RunSummary) -> str:
     for src, n in sorted(silver.get("changes", {}).items()):
         r = silver.get("rejects", {}).get(src, 0)
         lines.append(f"  silver  {src:<28} {n:>8} changes  {r:>6} rejected")
-    for table, rows in sorted(summary.layers.get("gold", {}).get("rows", {}).items()):
-        lines.append(f"  gold    {table:<28} {rows:>8} rows")
+    gold = summary.layers.get("gold", {})
+    now = summary.finished_at or time.time()
+    for table, rows in sorted(gold.get("rows", {}).items()):
+        line = f"  gold    {table:<28} {rows:>8} rows"
+        newest = gold.get("freshness", {}).get(table)
+        if newest is not None:
+            line += f"  fresh {freshness_seconds(newest, now):.1f} s"
+        lines.append(line)
     for layer, gate in summary.gates.items():
         verdict = "passed" if gate.get("success") else "FAILED"
         lines.append(f"  gate    {layer:<28} {verdict:>8}  {gate.get('seconds', 0):.1f} s")

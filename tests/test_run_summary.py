@@ -1,0 +1,57 @@
+"""The run summary's gold part: what it keeps of an apply, and how freshness is printed."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from pyspark_jobs.gold.apply import TableApply
+from pyspark_jobs.pipeline import gold_totals
+from pyspark_jobs.run_summary import RunSummary, format_summary
+
+
+def test_gold_totals_keep_the_newest_event_time_of_the_tables_that_received_changes():
+    tables = [
+        TableApply(
+            "gold.users", "shop", changes=3, rows=10, rejected=1,
+            newest_event_ts=datetime(2024, 1, 1, 12, 0, 0, 250000, tzinfo=timezone.utc),
+        ),
+        # another zone: the same instant in UTC
+        TableApply(
+            "gold.orders", "erp", changes=1, rows=4,
+            newest_event_ts=datetime(2024, 1, 1, 14, 0, tzinfo=timezone(timedelta(hours=2))),
+        ),
+        TableApply("gold.idle", "erp", rows=7, newest_event_ts=None),
+        TableApply("gold.before", "old", changes=2, rows=2),  # nothing reported
+    ]  # fmt: skip
+    assert gold_totals(tables) == {
+        "rows": {"gold.users": 10, "gold.orders": 4, "gold.idle": 7, "gold.before": 2},
+        "applied": {"gold.users": 3, "gold.orders": 1, "gold.idle": 0, "gold.before": 2},
+        "rejected": {"gold.users": 1, "gold.orders": 0, "gold.idle": 0, "gold.before": 0},
+        "freshness": {
+            "gold.users": "2024-01-01T12:00:00.250000+00:00",
+            "gold.orders": "2024-01-01T12:00:00+00:00",
+        },
+    }
+
+
+def test_a_naive_event_time_is_read_as_local_time_as_pyspark_returns_it():
+    local = datetime(2024, 1, 1, 12, 0)
+    totals = gold_totals([TableApply("gold.t", "s", newest_event_ts=local)])
+    assert totals["freshness"] == {
+        "gold.t": datetime.fromtimestamp(local.timestamp(), timezone.utc).isoformat()
+    }
+
+
+def test_the_printed_summary_shows_seconds_of_freshness_at_the_end_of_the_run():
+    summary = RunSummary(run_id="r1", started_at=1704110390.0)
+    summary.layers["gold"] = {
+        "rows": {"gold.users": 10, "gold.idle": 7},
+        "freshness": {"gold.users": "2024-01-01T12:00:00+00:00"},
+    }
+    summary.status = "succeeded"
+    summary.finished_at = 1704110412.5  # 2024-01-01T12:00:12.5Z
+    assert format_summary(summary).splitlines() == [
+        "run r1: succeeded",
+        "  gold    gold.idle                           7 rows",
+        "  gold    gold.users                         10 rows  fresh 12.5 s",
+    ]
