@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-test run test report bench lint format dbt-run dbt-test dbt-docs clean constraints
+.PHONY: help setup setup-test run test drills report bench lint format dbt-run dbt-test dbt-docs clean constraints
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ setup-test: setup ## also install what the tests need beyond Python (headless Ch
 
 test: setup-test ## run the test suite
 	$(BIN)/python -m pytest
+
+drills: setup-test ## crash drills: SIGKILL in every stage, then compare with a clean run (long)
+	$(BIN)/python -m pytest -m drill tests/drills
 
 report: setup ## build the data-quality report (Data Docs + run summary) and print its path
 	$(BIN)/lakehouse report

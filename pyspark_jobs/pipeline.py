@@ -111,9 +111,12 @@ def run_pipeline(
     failed_gate: GateResult | None = None
     try:
         for layer, build in _build_layers(spark, settings, config, log, take_locks):
+            # Progress lines for whoever watches a long run (and the crash drills).
+            log(f"{layer}: building")
             started = time.time()
             summary.layers[layer] = build()
             summary.timings[layer] = time.time() - started
+            log(f"{layer} gate: validating")
             gate = run_gate(spark, settings, config, layer)
             summary.gates[layer] = gate.as_dict()
             summary.timings[f"{layer} gate"] = gate.seconds

@@ -1,0 +1,176 @@
+"""Crash drills: `lakehouse run` killed with SIGKILL at random moments of every stage
+(bronze, dbt's silver build, gold's folds and MERGEs, validation), re-run until it
+finishes, ends with every table identical to an uninterrupted run of the same landing
+files: bronze, silver's change log and rejects, every gold table, every SCD2 history
+table, gold's rejects and tombstones, and gold's progress.
+
+Long (one JVM per kill): `make drills`, not `make test`. The seed is printed; replay a
+failure with `LAKEHOUSE_DRILL_SEED=<seed> make drills`.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from benchmarks.generate import Workload, bench_config
+from tests.bronze.processes import Lakehouse
+
+pytestmark = [pytest.mark.drill, pytest.mark.timeout(5400)]
+
+STAGES = ("bronze", "silver", "gold", "gates")
+KILLS_PER_STAGE = int(os.environ.get("LAKEHOUSE_DRILL_KILLS", "10"))
+BATCHES = 3
+EVENTS_PER_BATCH = 150
+KEYS = 30
+# The line a run prints as it enters each stage (pyspark_jobs/pipeline.py).
+MARKERS = {"bronze": "bronze: building", "silver": "silver: building",
+           "gold": "gold: building", "gates": "gold gate: validating"}  # fmt: skip
+NEXT = {"bronze": "bronze gate: validating", "silver": "silver gate: validating",
+        "gold": "gold gate: validating", "gates": "run summary:"}  # fmt: skip
+IGNORED = {"_updated_at", "recorded_at", "applied_at", "ingested_at", "batch_id",
+           "ingest_date", "silver_version", "bronze_commit_version", "checkpoint_id",
+           "landing_file"}  # fmt: skip
+
+
+def drill_config(folder: Path, landing: Path) -> Path:
+    """The bench workload's sources, with SCD2 history on users and persons."""
+    config = bench_config(landing)
+    for source in config["sources"]:
+        for entity in source["entities"]:
+            if entity["table"] in ("users", "tg_person"):
+                entity["history"] = True
+    path = folder / "config" / "sources.yml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def run(lake: Path, config: Path) -> Lakehouse:
+    return Lakehouse(lake, config, "run")
+
+
+def timed_clean_run(lake: Path, config: Path) -> dict[str, float]:
+    """Run to the end; seconds from each stage's marker to the next one."""
+    proc = run(lake, config)
+    seen: dict[str, float] = {}
+    while proc.proc.poll() is None:
+        for line in list(proc.lines):
+            for stage, marker in {**MARKERS, **{f"end {s}": m for s, m in NEXT.items()}}.items():
+                if line.startswith(marker) and stage not in seen:
+                    seen[stage] = time.monotonic()
+        time.sleep(0.05)
+    assert proc.finish(60) == 0, proc.lines[-20:] + proc.errors[-20:]
+    return {s: max(0.5, seen.get(f"end {s}", seen[s] + 1) - seen[s]) for s in STAGES if s in seen}
+
+
+def kill_during(lake: Path, config: Path, stage: str, fraction: float, seconds: float) -> bool:
+    """Start a run, SIGKILL it ``fraction`` of ``seconds`` into ``stage``; whether the
+    kill landed inside the stage."""
+    proc = run(lake, config)
+    if not proc.wait_for(lambda line: line.startswith(MARKERS[stage]), timeout=900):
+        proc.finish(60)
+        return False
+    time.sleep(fraction * seconds)
+    landed = proc.proc.poll() is None and not any(
+        line.startswith(NEXT[stage]) for line in list(proc.lines)
+    )
+    proc.kill_group()
+    return landed
+
+
+def comparable(frame: DataFrame) -> DataFrame:
+    def plain(column: str, kind: str) -> Column:
+        if kind.startswith("map"):  # maps do not compare: their sorted entries do
+            return F.to_json(F.array_sort(F.map_entries(F.col(column)))).alias(column)
+        if kind.startswith("struct"):
+            kept = [f.name for f in frame.schema[column].dataType.fields if f.name not in IGNORED]
+            return F.to_json(F.struct(*[F.col(f"{column}.{f}") for f in kept])).alias(column)
+        return F.col(column).cast("string").alias(column)
+
+    kinds = dict(frame.dtypes)
+    return frame.select(*[plain(c, k) for c, k in sorted(kinds.items()) if c not in IGNORED])
+
+
+def table_rows(spark: SparkSession, lake: Path, table: str) -> list[tuple]:
+    schema, name = table.split(".")
+    frame = spark.read.format("delta").load(str(lake / "warehouse" / f"{schema}.db" / name))
+    return sorted(tuple(r) for r in comparable(frame).collect())
+
+
+def latest_progress(spark: SparkSession, lake: Path) -> dict[str, int]:
+    frame = spark.read.format("delta").load(str(lake / "warehouse/lakehouse.db/gold_progress"))
+    return {
+        r["table_name"]: r["v"]
+        for r in frame.groupBy("table_name").agg(F.max("silver_version").alias("v")).collect()
+    }
+
+
+def change_log_version(spark: SparkSession, lake: Path) -> int:
+    path = str(lake / "warehouse/silver.db/change_log")
+    return spark.sql(f"describe history delta.`{path}` limit 1").first()["version"]
+
+
+def test_random_kills_in_every_stage_leave_every_table_as_an_uninterrupted_run(
+    spark: SparkSession, tmp_path: Path
+):
+    seed = int(os.environ.get("LAKEHOUSE_DRILL_SEED", random.randrange(1 << 31)))
+    print(f"crash drill seed {seed} (replay: LAKEHOUSE_DRILL_SEED={seed} make drills)")
+    rnd = random.Random(seed)
+    landing = {name: tmp_path / name / "landing" for name in ("clean", "drilled")}
+    configs = {name: drill_config(tmp_path / name, landing[name]) for name in landing}
+    lakes = {name: tmp_path / name / "lake" for name in landing}
+    workload = Workload(KEYS, seed=seed, out_of_order=0.1, redelivered=0.05)
+    kills = [stage for stage in STAGES for _ in range(KILLS_PER_STAGE)]
+    rnd.shuffle(kills)
+    per_batch = [kills[i::BATCHES] for i in range(BATCHES)]
+    landed = {stage: 0 for stage in STAGES}
+    for batch in range(BATCHES):
+        workload.write(landing["clean"], EVENTS_PER_BATCH)
+        shutil.rmtree(landing["drilled"])
+        shutil.copytree(landing["clean"], landing["drilled"])
+        timings = timed_clean_run(lakes["clean"], configs["clean"])
+        for stage in per_batch[batch]:
+            # A re-run may find a stage shorter than the clean run did (the batch already
+            # in bronze, say): a kill that misses its stage is tried again, earlier.
+            fraction = rnd.random()
+            for _ in range(4):
+                if kill_during(
+                    lakes["drilled"], configs["drilled"], stage, fraction, timings[stage]
+                ):
+                    landed[stage] += 1
+                    break
+                fraction /= 3
+        timed_clean_run(lakes["drilled"], configs["drilled"])
+    print(f"kills that landed inside their stage: {landed}")
+    assert landed == dict.fromkeys(STAGES, KILLS_PER_STAGE), landed
+
+    tables = [
+        "bronze.cdc_raw",
+        "bronze.cdc_quarantine",
+        "silver.change_log",
+        "silver.change_log_rejects",
+        "gold.users",
+        "gold.users_history",
+        "gold.customers",
+        "gold.tg_person",
+        "gold.tg_person_history",
+        "gold.tg_company",
+        "gold.tg_works_at",
+        "lakehouse.gold_rejects",
+        "lakehouse.gold_tombstones",
+    ]
+    for table in tables:
+        expected = table_rows(spark, lakes["clean"], table)
+        assert table_rows(spark, lakes["drilled"], table) == expected, table
+    for name, lake in lakes.items():
+        version = change_log_version(spark, lake)
+        assert set(latest_progress(spark, lake).values()) == {version}, name
