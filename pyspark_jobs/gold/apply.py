@@ -70,6 +70,7 @@ from pyspark_jobs.gold.table_specs import GoldTable, gold_tables, specs_frame
 from pyspark_jobs.gold.tables import TOMBSTONES_TABLE, ensure_gold_table, ensure_state_tables
 from pyspark_jobs.gold.typed_values import declared_types
 from pyspark_jobs.gold.validation import reject_reason
+from pyspark_jobs.job_names import named_jobs
 
 # MERGEs in flight at once: each is mostly driver-side planning and Delta log work for a
 # few rows, so a few overlap well even on two cores.
@@ -146,11 +147,13 @@ def fold_and_stage(
     new = new_changes(spark, applied, [t.table for t in behind], up_to).persist()
     try:
         # Small by construction: one row per table that received changes.
-        for r in (
-            new.groupBy("table_name")
-            .agg(F.count(F.lit(1)).alias("n"), F.max("event_ts").alias("newest"))
-            .collect()
-        ):
+        with named_jobs(spark, "gold: count new changes"):
+            counted = (
+                new.groupBy("table_name")
+                .agg(F.count(F.lit(1)).alias("n"), F.max("event_ts").alias("newest"))
+                .collect()
+            )
+        for r in counted:
             reports[r["table_name"]].changes = int(r["n"])
             reports[r["table_name"]].newest_event_ts = r["newest"]
         with_changes = {name for name, r in reports.items() if r.changes}
@@ -164,7 +167,8 @@ def fold_and_stage(
             if folded
             else spark.createDataFrame([], f"{NET_STATE_SCHEMA}, _reject_reason string")
         )
-        run = stage(spark, states, [t.table for t in behind], up_to)
+        with named_jobs(spark, "gold: fold and stage"):
+            run = stage(spark, states, [t.table for t in behind], up_to)
         crash_point("gold:staged")
         return run
     finally:
@@ -228,10 +232,12 @@ def _apply_table(
     metrics = MergeMetrics()
     if has_states:
         mine = states.where((F.col("table_name") == table.table) & F.col("_reject_reason").isNull())
-        metrics = merge_into_gold(spark, typed_rows(mine, table.entity), table.entity)
+        with named_jobs(spark, f"gold: merge {table.name}"):
+            metrics = merge_into_gold(spark, typed_rows(mine, table.entity), table.entity)
         crash_point(f"gold:merged:{table.table}")
     if table.entity.history and new_change_ids is not None:
-        _history(spark, table, tables, new_change_ids, run)
+        with named_jobs(spark, f"gold: history of {table.name}"):
+            _history(spark, table, tables, new_change_ids, run)
         crash_point(f"gold:history:{table.table}")
     return metrics
 
@@ -252,35 +258,38 @@ def apply_staged(
     """
     states = staged_states(spark, run)
     # Small by construction: one row per table with states.
-    per_table = {
-        r["table_name"]: r
-        for r in states.groupBy("table_name")
-        .agg(
-            F.count_if(F.col("_reject_reason").isNull()).alias("merged"),
-            F.count_if(F.col("_reject_reason").isNotNull()).alias("rejected"),
-            F.count_if(F.col("_tomb_seq").isNotNull() & F.col("_reject_reason").isNull()).alias(
-                "tombs"
-            ),
-        )
-        .collect()
-    }
+    with named_jobs(spark, "gold: count staged states"):
+        per_table = {
+            r["table_name"]: r
+            for r in states.groupBy("table_name")
+            .agg(
+                F.count_if(F.col("_reject_reason").isNull()).alias("merged"),
+                F.count_if(F.col("_reject_reason").isNotNull()).alias("rejected"),
+                F.count_if(F.col("_tomb_seq").isNotNull() & F.col("_reject_reason").isNull()).alias(
+                    "tombs"
+                ),
+            )
+            .collect()
+        }
     if any(r["rejected"] for r in per_table.values()):
-        record_rejects(
-            spark,
-            states.where(F.col("_reject_reason").isNotNull()).select(
-                "table_name",
-                F.col("_record_key").alias("record_key"),
-                F.col("_reject_reason").alias("reason"),
-                F.col("_change_id").alias("change_id"),
-                F.col("_seq").alias("seq"),
-                F.col("_source").alias("source"),
-                F.col("_event_ts").alias("event_ts"),
-            ),
-            run.version,
-        )
+        with named_jobs(spark, "gold: rejects"):
+            record_rejects(
+                spark,
+                states.where(F.col("_reject_reason").isNotNull()).select(
+                    "table_name",
+                    F.col("_record_key").alias("record_key"),
+                    F.col("_reject_reason").alias("reason"),
+                    F.col("_change_id").alias("change_id"),
+                    F.col("_seq").alias("seq"),
+                    F.col("_source").alias("source"),
+                    F.col("_event_ts").alias("event_ts"),
+                ),
+                run.version,
+            )
         crash_point("gold:rejects")
     if any(r["tombs"] for r in per_table.values()):
-        merge_tombstones(spark, states.where(F.col("_reject_reason").isNull()))
+        with named_jobs(spark, "gold: tombstones"):
+            merge_tombstones(spark, states.where(F.col("_reject_reason").isNull()))
         crash_point("gold:tombstones")
     in_run = [t for t in tables if t.table in run.tables]
     if new_change_ids is None and any(t.entity.history for t in in_run):
@@ -319,7 +328,8 @@ def apply_staged(
         report.rows = _rows_before(spark, table, progress) + done.inserted - done.deleted
         done_progress[table.table] = Progress(run.version, report.rows, table.signature)
     crash_point("gold:written")
-    record_progress(spark, done_progress)
+    with named_jobs(spark, "gold: progress"):
+        record_progress(spark, done_progress)
     crash_point("gold:progress")
 
 
@@ -358,15 +368,18 @@ def apply_gold(
     spark: SparkSession, config: LakehouseConfig, log: Callable[[str], None] = print
 ) -> list[TableApply]:
     """Apply every change-log row not yet applied to its gold table."""
-    ensure_state_tables(spark)
-    ensure_pending_table(spark)
-    if not spark.catalog.tableExists(CHANGE_LOG_TABLE):
-        raise RuntimeError(f"{CHANGE_LOG_TABLE} does not exist yet: run `lakehouse silver` first")
-    tables = gold_tables(config)
-    reports = {t.table: TableApply(table=t.name, source=t.source.name) for t in tables}
-    progress = applied_progress(spark)
-    relaid = _ensure_layouts(spark, tables, progress)
-    unfinished = unfinished_run(spark, {t: p.version for t, p in progress.items()})
+    with named_jobs(spark, "gold: state tables and progress"):
+        ensure_state_tables(spark)
+        ensure_pending_table(spark)
+        if not spark.catalog.tableExists(CHANGE_LOG_TABLE):
+            raise RuntimeError(
+                f"{CHANGE_LOG_TABLE} does not exist yet: run `lakehouse silver` first"
+            )
+        tables = gold_tables(config)
+        reports = {t.table: TableApply(table=t.name, source=t.source.name) for t in tables}
+        progress = applied_progress(spark)
+        relaid = _ensure_layouts(spark, tables, progress)
+        unfinished = unfinished_run(spark, {t: p.version for t, p in progress.items()})
     if unfinished is not None:
         log(
             f"gold: finishing the run staged at change-log version {unfinished.version} "
@@ -374,7 +387,8 @@ def apply_gold(
         )
         apply_staged(spark, tables, unfinished, progress, reports)
         progress = applied_progress(spark)
-    up_to = latest_version(spark, CHANGE_LOG_TABLE)
+    with named_jobs(spark, "gold: change-log version"):
+        up_to = latest_version(spark, CHANGE_LOG_TABLE)
     behind = [t for t in tables if progress.get(t.table, Progress(-1)).version < up_to]
     if behind:
         applied = {t: p.version for t, p in progress.items()}
@@ -399,5 +413,6 @@ def apply_gold(
                 f"~{report.updated} -{report.deleted}, {report.rows} rows"
                 + (f", {report.rejected} states rejected" if report.rejected else "")
             )
-    expire_tombstones(spark, config.tombstone_retention_days)
+    with named_jobs(spark, "gold: expire tombstones"):
+        expire_tombstones(spark, config.tombstone_retention_days)
     return [reports[t.table] for t in tables]
