@@ -2,8 +2,9 @@
     Every staged change with its declared entity: the canonical record key built from the
     entity's declared key columns, the change id, and the reason a change cannot enter the
     log (format problems from staging, an undeclared entity, missing key columns, a
-    one-string key that does not split into the key columns). A truncate names no key:
-    its record_key is '{}'.
+    one-string key that does not split into the key columns, a key value that is a JSON
+    object or array, or does not cast to its column's declared type). A truncate names no
+    key: its record_key is '{}'.
 #}
 with
 
@@ -20,7 +21,8 @@ declared as (
         staged.*,
         entities.table_name,
         entities.entity_kind,
-        entities.key_columns
+        entities.key_columns,
+        entities.columns as column_types
     from staged
     left join entities
         on staged.source = entities.source and staged.entity = entities.entity
@@ -60,6 +62,34 @@ key_checks as (
             when size(text_parts) = size(key_columns) then text_parts
             else object_parts
         end as key_parts,
+        {#
+            Which key values taken from the key or the image are nested JSON: 'object',
+            'array', else null (parts of a one-string key are text, never nested). Only
+            text that starts like a nested value ({, [) is parsed again, as a variant, to
+            tell an object from a string that merely looks like one.
+        #}
+        transform(
+            key_columns,
+            (k, i) -> case
+                when
+                    (key_text is null or not exists(object_parts, v -> v is null))
+                    and left(object_parts[i], 1) in ('{', '[')
+                    then case split_part(
+                        schema_of_variant(
+                            case
+                                when from_json(key_json, 'map<string, string>')[k] is not null
+                                    then from_json(key_json, 'map<string, variant>')[k]
+                                else from_json(row_image, 'map<string, variant>')[k]
+                            end
+                        ),
+                        '<',
+                        1
+                    )
+                        when 'OBJECT' then 'object'
+                        when 'ARRAY' then 'array'
+                    end
+            end
+        ) as key_nesting,
         case
             when key_text is null or op = 'truncate' then null
             when
@@ -78,6 +108,41 @@ key_checks as (
     from key_values
 ),
 
+typed_keys as (
+    select
+        *,
+        {#
+            The first key value that is nested JSON or does not cast to its column's
+            declared type, by gold's cast rules (macros/castable_to_declared_type.sql): a
+            key gold could not type never enters the log.
+        #}
+        get(
+            filter(
+                transform(
+                    key_columns,
+                    (k, i) -> case
+                        when op = 'truncate' or key_parts[i] is null then null
+                        when key_nesting[i] is not null
+                            then concat(
+                                'key column ', k, ' is a JSON ', key_nesting[i], ', not ',
+                                if(column_types[k] = 'int', 'an ', 'a '),
+                                coalesce(column_types[k], 'declared type'), ': ', key_parts[i]
+                            )
+                        when not {{ castable_to_declared_type('key_parts[i]', 'column_types[k]') }}
+                            then concat(
+                                'key column ', k, ' is not ',
+                                if(column_types[k] = 'int', 'an ', 'a '),
+                                coalesce(column_types[k], 'declared type'), ': "', key_parts[i], '"'
+                            )
+                    end
+                ),
+                problem -> problem is not null
+            ),
+            0
+        ) as key_value_problem
+    from key_checks
+),
+
 keyed as (
     select
         *,
@@ -85,7 +150,7 @@ keyed as (
             when op = 'truncate' then '{}'
             else to_json(map_from_arrays(key_columns, key_parts))
         end as record_key
-    from key_checks
+    from typed_keys
 ),
 
 final as (
@@ -110,12 +175,12 @@ final as (
             when entity is null then 'no entity name in the message'
             when table_name is null then concat('entity not declared in config: ', entity)
             when key_problem is not null then key_problem
-            when exists(key_parts, v -> v is null) then concat(
-                'key columns missing: ',
-                array_join(
-                    filter(key_columns, (k, i) -> key_parts[i] is null), ', '
+            when exists(key_parts, v -> v is null)
+                then concat(
+                    'key columns missing: ',
+                    array_join(filter(key_columns, (k, i) -> key_parts[i] is null), ', ')
                 )
-            )
+            when key_value_problem is not null then key_value_problem
         end as reject_reason,
         named_struct(
             'topic', topic,

@@ -1,7 +1,11 @@
 {#
     Debezium change events: `op` c (create) / r (snapshot read) / u (update) upsert the
-    `after` image, d deletes by key; the null-value record Debezium sends after a delete
-    (the Kafka tombstone for log compaction) changes nothing.
+    `after` image, d deletes by key, t (TRUNCATE) empties the table named by `source`
+    (a change with op truncate; the event has no key and no images). The null-value
+    record Debezium sends after a delete (the Kafka tombstone for log compaction) changes
+    nothing, and neither does a message event (op m: a logical decoding message such as
+    pg_logical_emit_message, which names no table): both are no-ops, neither change nor
+    reject; the silver gate counts the message events as skipped.
 #}
 with
 
@@ -62,6 +66,7 @@ final as (
         case
             when dbz_op in ('c', 'r', 'u') then 'upsert'
             when dbz_op = 'd' then 'delete'
+            when dbz_op = 't' then 'truncate'
         end as op,
         key as key_json,
         cast(null as string) as key_text,
@@ -75,12 +80,13 @@ final as (
             when source_coordinates != '' then concat('debezium:', source_coordinates)
             else {{ kafka_position() }}
         end as position,
-        value is null as is_noop,
+        value is null or coalesce(dbz_op = 'm', false) as is_noop,
         case
             when value is null then null
             when event_fields is null then 'value is not a JSON object'
             when dbz_op is null then 'no op field'
-            when dbz_op not in ('c', 'r', 'u', 'd') then concat('unknown op code: ', dbz_op)
+            when dbz_op = 'm' then null
+            when dbz_op not in ('c', 'r', 'u', 'd', 't') then concat('unknown op code: ', dbz_op)
             when dbz_op in ('c', 'r', 'u') and after_image is null then 'upsert without an after image'
         end as problem,
         {{ bronze_lineage_columns() }}

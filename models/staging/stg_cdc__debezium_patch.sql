@@ -8,6 +8,9 @@
     op 'patch' with changes = {path: {op, value, ts: null}}, keyed {"entity": <entity id>}
     in the entity named by `collection`. seq [begun, request, part, op_index] orders them
     per entity; the position client:request:part:op_index identifies a redelivery.
+    A `remove` of the root path ("", or "/" as RFC 6901 writes it) deletes the entity: op
+    'delete', no changes. Ops after it in the same message patch a new, empty document
+    (their own rows, later in seq), as gold folds a delete then a patch.
     A patch applies whole or not at all: when one op of a message is invalid, every op of
     that message is rejected with the first op's problem. A null value (compaction)
     changes nothing.
@@ -23,7 +26,7 @@ fields as (
         *,
         json_object_keys(value) as value_fields,
         get_json_object(value, '$.collection') as collection,
-        get_json_object(value, '$.entity') as entity_id,
+        {{ json_key_field('value', '$.entity') }} as entity_id,
         get_json_object(value, '$.clientid') as client_id,
         try_cast(get_json_object(value, '$.request') as bigint) as request,
         try_cast(get_json_object(value, '$.part') as bigint) as part,
@@ -40,7 +43,8 @@ ops as (
         patch.op_doc,
         get_json_object(patch.op_doc, '$.op') as patch_op,
         get_json_object(patch.op_doc, '$.path') as patch_path,
-        get_json_object(patch.op_doc, '$.value') as patch_value
+        get_json_object(patch.op_doc, '$.value') as patch_value,
+        get_json_object(patch.op_doc, '$.path') in ('', '/') as on_root
     from fields
         lateral view outer posexplode(ops) patch as op_index, op_doc
 ),
@@ -55,7 +59,9 @@ checked as (
             when patch_op is null then 'no op field'
             when patch_op not in ('add', 'remove', 'replace')
                 then concat('unknown op code: ', patch_op)
-            when patch_path is null or patch_path = '' then 'patch op without a path'
+            when patch_path is null then 'patch op without a path'
+            when on_root and patch_op != 'remove'
+                then concat(patch_op, ' of the root path (only remove applies to the whole entity)')
             when client_id is null or request is null then 'no request id (clientid, request)'
         end as op_problem
     from ops
@@ -78,14 +84,18 @@ final as (
         source,
         format,
         collection as entity,
-        case when patch_op in ('add', 'remove', 'replace') then 'patch' end as op,
+        case
+            when patch_op = 'remove' and on_root then 'delete'
+            when patch_op in ('add', 'remove', 'replace') then 'patch'
+        end as op,
+        {# An entity id that is a JSON object or array stays JSON: it is rejected as a key. #}
         case
             when entity_id is not null then to_json(named_struct('entity', entity_id))
         end as key_json,
         cast(null as string) as key_text,
         cast(null as string) as row_image,
         case
-            when patch_op in ('add', 'remove', 'replace') and patch_path is not null then map(
+            when patch_op in ('add', 'remove', 'replace') and not on_root then map(
                 patch_path,
                 named_struct('op', patch_op, 'value', patch_value, 'ts', cast(null as bigint))
             )

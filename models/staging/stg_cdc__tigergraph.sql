@@ -11,7 +11,9 @@
     - Key convention (gold relies on it): a vertex is keyed {"uid"} in the entity named by
       its typename; an edge {"from_type", "from_uid", "to_type", "to_uid",
       "discriminator"} ('' when the edge type is not a multi-edge). An edge's row_image is
-      {"hasreverseedge": true|false}, so gold knows whether a reverse edge exists.
+      {"hasreverseedge": true|false}, so gold knows whether a reverse edge exists. A uid
+      that is a JSON object or array stays JSON in key_json: int_change_log__keyed
+      rejects it (a key value must be scalar).
     Cascades (a vertex delete removes its edges, an edge insert creates a missing source
     vertex) send no messages: gold derives them.
 #}
@@ -67,15 +69,18 @@ final as (
         format,
         typename as entity,
         change_op as op,
+        {# Key values keep an object or array as JSON: int_change_log__keyed rejects them. #}
         case
             when message_type = 'vertex'
-                then to_json(named_struct('uid', get_json_object(value, '$.uid')))
+                then to_json(named_struct('uid', {{ json_key_field('value', '$.uid') }}))
             when message_type = 'edge' then to_json(named_struct(
-                'from_type', get_json_object(value, '$.from.type'),
-                'from_uid', get_json_object(value, '$.from.uid'),
-                'to_type', get_json_object(value, '$.to.type'),
-                'to_uid', get_json_object(value, '$.to.uid'),
-                'discriminator', coalesce(get_json_object(value, '$.discriminator'), '')
+                'from_type', {{ json_key_field('value', '$.from.type') }},
+                'from_uid', {{ json_key_field('value', '$.from.uid') }},
+                'to_type', {{ json_key_field('value', '$.to.type') }},
+                'to_uid', {{ json_key_field('value', '$.to.uid') }},
+                'discriminator', coalesce(
+                    {{ json_key_field('value', '$.discriminator') }}, cast('' as variant)
+                )
             ))
         end as key_json,
         cast(null as string) as key_text,

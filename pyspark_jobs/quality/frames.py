@@ -63,13 +63,16 @@ def silver_reconciliation(
 ) -> DataFrame:
     """Per source: where each bronze record went.
 
-    Rule (by lineage, no re-parsing): a bronze record (source, topic, partition, offset)
-    is accounted for when a change in the log carries its position (``changes``; one
-    record may yield several changes), a reject carries it (``rejected``), its value is
-    null (``noops``: the Kafka tombstone after a delete; formats that reject a null value
-    count under ``rejected`` first), or its key and value are byte-identical to a record
-    that is in the log (``redelivered``: the same message under another offset, kept once).
-    Anything else is ``unaccounted``.
+    Rule (by lineage): a bronze record (source, topic, partition, offset) is accounted for
+    when a change in the log carries its position (``changes``; one record may yield
+    several changes), a reject carries it (``rejected``), its value is null (``noops``:
+    the Kafka tombstone after a delete; formats that reject a null value count under
+    ``rejected`` first), it is a message its format defines as no change (``skipped``: a
+    Debezium message event, ``op`` m, which silver neither logs nor rejects), or its key
+    and value are byte-identical to a record that is in the log (``redelivered``: the same
+    message under another offset, kept once). Anything else is ``unaccounted``.
+
+    ``raw`` needs source, format, topic, partition, offset, key and value.
     """
 
     def positions(frame: DataFrame, flag: str) -> DataFrame:
@@ -79,8 +82,14 @@ def silver_reconciliation(
             F.lit(True).alias(flag),
         ).distinct()
 
+    # The one field the gate reads in a value: the Debezium op, inside the JSON
+    # converter's {"schema", "payload"} envelope when there is one (as stg_cdc__debezium).
+    debezium_op = F.when(
+        F.get_json_object("value", "$.schema").isNotNull(),
+        F.get_json_object("value", "$.payload.op"),
+    ).otherwise(F.get_json_object("value", "$.op"))
     located = (
-        raw.select(*POSITION, "key", "value")
+        raw.select(*POSITION, "format", "key", "value")
         .join(positions(log, "in_log"), list(POSITION), "left")
         .join(positions(rejects, "in_rejects"), list(POSITION), "left")
     )
@@ -105,11 +114,12 @@ def silver_reconciliation(
         F.when(F.col("in_log"), "changes")
         .when(F.col("in_rejects"), "rejected")
         .when(F.col("value").isNull(), "noops")
+        .when((F.col("format") == "debezium") & (debezium_op == "m"), "skipped")
         .when(F.col("same_as_logged"), "redelivered")
         .otherwise("unaccounted")
         .alias("status"),
     )
-    statuses = ["changes", "redelivered", "rejected", "noops", "unaccounted"]
+    statuses = ["changes", "redelivered", "rejected", "noops", "skipped", "unaccounted"]
     counts = classified.groupBy("source").agg(
         F.count(F.lit(1)).alias("bronze_records"),
         *(F.count_if(F.col("status") == s).alias(s) for s in statuses),

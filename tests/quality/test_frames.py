@@ -9,36 +9,59 @@ from pyspark_jobs.quality.frames import gold_reconciliation, silver_reconciliati
 LINEAGE = "struct<topic:string, partition:int, offset:bigint>"
 
 
-def test_silver_accounts_changes_redeliveries_rejects_noops_and_flags_the_rest(
+def test_silver_accounts_changes_redeliveries_rejects_noops_skips_and_flags_the_rest(
     spark: SparkSession,
 ):
-    sources = spark.createDataFrame([("s",)], "source string")
+    sources = spark.createDataFrame([("s",), ("d",)], "source string")
+    message_event = '{"op":"m","source":{"db":"shop"},"message":{"prefix":"p","content":"eA=="}}'
+    enveloped = '{"schema":{},"payload":{"op":"m","message":{"prefix":"p"}}}'
     raw = spark.createDataFrame(
         [
-            ("s", "t", 0, 0, "k1", "v1"),  # in the log
-            ("s", "t", 0, 1, "k1", "v1"),  # redelivery of offset 0
-            ("s", "t", 0, 2, "k2", "bad"),  # rejected
-            ("s", "t", 0, 3, "k1", None),  # tombstone
-            ("s", "t", 0, 4, "k3", "v3"),  # lost
+            ("s", "db2", "t", 0, 0, "k1", "v1"),  # in the log
+            ("s", "db2", "t", 0, 1, "k1", "v1"),  # redelivery of offset 0
+            ("s", "db2", "t", 0, 2, "k2", "bad"),  # rejected
+            ("s", "db2", "t", 0, 3, "k1", None),  # tombstone
+            ("s", "db2", "t", 0, 4, "k3", "v3"),  # lost
+            ("s", "db2", "t", 0, 5, None, message_event),  # not Debezium: lost
+            ("d", "debezium", "u", 0, 0, None, message_event),  # skipped by silver
+            ("d", "debezium", "u", 0, 1, None, enveloped),  # skipped, in the envelope
+            ("d", "debezium", "u", 0, 2, None, '{"op":"t","source":{}}'),  # lost truncate
         ],
-        "source string, topic string, partition int, offset bigint, key string, value string",
+        "source string, format string, topic string, partition int, offset bigint, "
+        "key string, value string",
     )
     log = spark.createDataFrame(
         [("c1", "s", ("t", 0, 0))], f"change_id string, source string, lineage {LINEAGE}"
     )
     rejects = spark.createDataFrame([("s", ("t", 0, 2))], f"source string, lineage {LINEAGE}")
 
-    row = silver_reconciliation(sources, raw, log, rejects).first().asDict()
+    rows = {
+        r["source"]: r.asDict() for r in silver_reconciliation(sources, raw, log, rejects).collect()
+    }
 
-    assert row == {
-        "source": "s",
-        "bronze_records": 5,
-        "changes": 1,
-        "redelivered": 1,
-        "rejected": 1,
-        "noops": 1,
-        "unaccounted": 1,
-        "reject_rate": 0.2,
+    assert rows == {
+        "s": {
+            "source": "s",
+            "bronze_records": 6,
+            "changes": 1,
+            "redelivered": 1,
+            "rejected": 1,
+            "noops": 1,
+            "skipped": 0,
+            "unaccounted": 2,
+            "reject_rate": 1 / 6,
+        },
+        "d": {
+            "source": "d",
+            "bronze_records": 3,
+            "changes": 0,
+            "redelivered": 0,
+            "rejected": 0,
+            "noops": 0,
+            "skipped": 2,
+            "unaccounted": 1,
+            "reject_rate": 0.0,
+        },
     }
 
 

@@ -23,6 +23,9 @@ def db2() -> list[dict]:
         record(t, 100, None, {"USER_ID": 126, "NAME": "No Tax", "COINS": 1}),
         # a delete needs its key
         record(t, 101, None, None),
+        # USER_ID is declared bigint; TAX_CODE a string, not a list
+        record(t, 102, {"USER_ID": "abc", "TAX_CODE": "X"}, {"USER_ID": "abc", "TAX_CODE": "X"}),
+        record(t, 103, {"USER_ID": 127, "TAX_CODE": ["A", "B"]}, {"USER_ID": 127, "NAME": "L"}),
     ]
 
 
@@ -57,6 +60,16 @@ def goldengate() -> list[dict]:
         gg(104, "1008_E", "T", 204, None, None),
         # out of order: an older position arrives after a newer one
         gg(105, "1004_B_2", "U", 199, b2, {**b2, "QTY": 7}),
+        # ORDER_ID is declared bigint: from the split key string, and from the image
+        gg(106, "x1009_F", "D", 205, None, None),
+        gg(
+            107,
+            "1010.5_G",
+            "I",
+            206,
+            None,
+            {"ORDER_ID": 1010.5, "LINE_CODE": "G", "QTY": 1, "PRICE": 1},
+        ),
     ]
 
 
@@ -88,6 +101,19 @@ def opencdc() -> list[dict]:
                     "before": None,
                     "after": {"id": 8, "name": "pear", "price": 2, "in_stock": True},
                 },
+            },
+        ),
+        # id is declared bigint
+        record(
+            t,
+            102,
+            {"id": "seven"},
+            {
+                "position": b64("wal:0/16B3A00"),
+                "operation": "create",
+                "metadata": meta,
+                "key": {"id": "seven"},
+                "payload": {"before": None, "after": {"id": "seven", "name": "x"}},
             },
         ),
     ]
@@ -145,13 +171,45 @@ def tigergraph() -> list[dict]:
             {"age": {"op": "Overwrite", "value": 3}},
             uid="person1",
         ),
+        # a uid must be scalar: a JSON object is rejected, a string that looks like one is not
+        vertex(
+            105,
+            "1|1701548863000|12|0",
+            "Person",
+            "insert",
+            {"age": {"op": "Overwrite", "value": 4}},
+            uid={"id": "person1"},
+        ),
+        vertex(
+            106,
+            "1|1701548864000|13|0",
+            "Tag",
+            "insert",
+            {"label": {"op": "Overwrite", "value": "braces"}},
+            uid='{"id":"t9"}',
+        ),
+        record(
+            t,
+            107,
+            None,
+            {
+                "mid": "1|1701548865000|14|0",
+                "operator": "insert",
+                "timestamp": 1701548865000,
+                "type": "edge",
+                "typename": "WorksAt",
+                "from": {"type": "Person", "uid": ["person1", "person2"]},
+                "to": {"type": "Company", "uid": "comp1"},
+                "content": {"since": {"op": "Overwrite", "value": "2021-01-01"}},
+            },
+        ),
     ]
 
 
 def debezium_patch() -> list[dict]:
     t = "my-db.entity-patches"
 
-    def patch(offset: int, entity: str, request: int, ops: list[dict]) -> dict:
+    def patch(offset: int, entity: str | list[str], request: int, ops: list[dict]) -> dict:
         return record(
             t,
             offset,
@@ -181,6 +239,22 @@ def debezium_patch() -> list[dict]:
         ),
         patch(101, E3, 7, [{"path": "lastName", "value": "Q"}]),
         patch(102, E2, 8, [{"op": "replace", "path": "age", "value": 42}]),
+        # remove of the root path deletes the entity ...
+        patch(103, E2, 9, [{"op": "remove", "path": ""}]),
+        # ... also written "/"; ops after it re-create it from an empty document
+        patch(
+            104,
+            E1,
+            10,
+            [
+                {"op": "remove", "path": "/"},
+                {"op": "add", "path": "firstName", "value": "Sal"},
+            ],
+        ),
+        # only remove applies to the root path
+        patch(105, E2, 11, [{"op": "add", "path": "", "value": {"firstName": "B"}}]),
+        # the entity id is a JSON string or number, not a list
+        patch(106, [E1, E2], 12, [{"op": "add", "path": "age", "value": 1}]),
     ]
 
 
@@ -208,6 +282,19 @@ def pr_update() -> list[dict]:
                 "primaryKeys": ["order_id"],
                 "before": None,
                 "after": {"order_id": "o1"},
+            },
+        ),
+        # ID_USER is a string key: any scalar, not an object
+        record(
+            "test-tenant.PROD.food-delivery.pr_registry.pr-update",
+            101,
+            {"ID_USER": {"oid": "u10"}},
+            {
+                "operationType": "INSERT",
+                "operationTimestamp": "2022-05-20T11:05:00.000Z",
+                "projectionName": "pr_registry",
+                "primaryKeys": ["ID_USER"],
+                "after": {"ID_USER": {"oid": "u10"}, "NAME": "X"},
             },
         ),
     ]
@@ -250,10 +337,97 @@ def cassandra() -> list[dict]:
                 "source": {**source, "pos": 20, "ts_ms": 1562203000000200},
             },
         ),
+        # id is declared bigint
+        record(
+            t,
+            2,
+            {"id": "x-2002", "registration_date": 1562203000000},
+            {
+                "op": "i",
+                "after": {"first_name": cell("Xavier")},
+                "source": {**source, "pos": 30, "ts_ms": 1562203000000300},
+            },
+        ),
+    ]
+
+
+def debezium() -> list[dict]:
+    t = "shop.public.users"
+    source = {
+        "version": "2.5.0.Final",
+        "connector": "postgresql",
+        "name": "shop",
+        "snapshot": "false",
+        "db": "shop",
+        "schema": "public",
+        "table": "users",
+    }
+
+    def event(offset: int, key, op: str, lsn: int, after=None, **fields) -> dict:
+        ts = 1700000100000 + offset
+        value = {
+            "op": op,
+            "before": None,
+            "after": after,
+            "source": {**source, "ts_ms": ts, "lsn": lsn},
+            "ts_ms": ts + 3,
+            **fields,
+        }
+        return record(t, offset, key, value)
+
+    bad = {"USER_ID": "not-a-number-17", "TAX_CODE": "t", "NAME": "N", "COINS": 1}
+    message_source = {**source, "ts_ms": 1700000100103, "lsn": 1130, "schema": "", "table": ""}
+    return [
+        # USER_ID is declared bigint: the key must cast
+        event(100, {"USER_ID": "not-a-number-17"}, "c", 1100, bad),
+        event(101, {"USER_ID": {"id": 126}}, "c", 1110, {**bad, "USER_ID": 126}),
+        # TRUNCATE: no key, no images; the table comes from source
+        record(
+            t,
+            102,
+            None,
+            {
+                "op": "t",
+                "source": {**source, "ts_ms": 1700000100102, "lsn": 1120, "txId": 120},
+                "ts_ms": 1700000100105,
+            },
+        ),
+        # logical decoding messages (pg_logical_emit_message): skipped, neither change
+        # nor reject; one names an empty table, one (in the schema envelope) none at all
+        record(
+            "shop.message",
+            103,
+            {"prefix": "audit"},
+            {
+                "op": "m",
+                "source": message_source,
+                "message": {"prefix": "audit", "content": "aGVsbG8="},
+                "ts_ms": 1700000100106,
+            },
+        ),
+        record(
+            "shop.message",
+            104,
+            {"schema": {"type": "struct"}, "payload": {"prefix": "audit"}},
+            {
+                "schema": {"type": "struct", "name": "io.debezium.connector.common.Message"},
+                "payload": {
+                    "op": "m",
+                    "source": {
+                        k: v for k, v in message_source.items() if k not in ("schema", "table")
+                    },
+                    "message": {"prefix": "audit", "content": "d29ybGQ="},
+                    "ts_ms": 1700000100107,
+                },
+            },
+        ),
+        # an op code Debezium does not have is still a reject
+        event(105, {"USER_ID": 123}, "x", 1140, None),
     ]
 
 
 EDGE_CASES = {
+    "shop_debezium": debezium,
     "crm_db2": db2,
     "erp_goldengate": goldengate,
     "inventory_opencdc": opencdc,

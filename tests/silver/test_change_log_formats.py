@@ -1,7 +1,8 @@
 """Silver for every format: samples and edge cases through real bronze ingest and dbt.
 
 Three pipeline runs in this module, shared by its tests (each dbt run costs seconds):
-1. samples + edge cases -> exact change-log rows per format and exact rejects;
+1. samples + edge cases -> exact change-log rows per format, exact rejects, and the silver
+   gate's reconciliation of every bronze record;
 2. the same records redelivered under new offsets + one new change, after a change-log row
    was removed -> only the new change lands (redelivery recognised, old bronze not re-read);
 3. ``--full-refresh`` -> the log rebuilt: run 1's rows plus run 2's new change.
@@ -17,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import LakehouseConfig, load_config
+from pyspark_jobs.quality.frames import silver_reconciliation
 from pyspark_jobs.settings import Settings
 from pyspark_jobs.silver.dbt_runner import run_dbt
 from pyspark_jobs.silver.entity_registry import publish_entities
@@ -27,6 +29,7 @@ from tests.silver.landing import copy_sample, record, sample_records, write_conf
 pytestmark = pytest.mark.slow
 
 SAMPLE_FORMATS = {
+    "shop_debezium": "debezium",
     "crm_db2": "db2",
     "erp_goldengate": "goldengate",
     "inventory_opencdc": "opencdc",
@@ -86,6 +89,76 @@ def lake(
     config = load_config(write_config(root / "config" / "sources.yml", landings))
     silver(spark, settings, config)
     return {"config": config, "landings": landings, "log": whole_log(spark)}
+
+
+def test_debezium_upserts_deletes_and_truncates_and_skips_message_events(spark, lake):
+    t = "shop.users"
+
+    def image(uid: int, name: str, coins: int) -> str:
+        return (
+            f'{{"USER_ID":{uid},"TAX_CODE":"the-fiscal-code-{uid}","NAME":"{name}",'
+            f'"COINS":{coins}}}'
+        )
+
+    assert log_rows(spark, "debezium") == [
+        (
+            t,
+            "upsert",
+            '{"USER_ID":"123"}',
+            [1700000001000, 1010, 1],
+            "debezium:1010",
+            image(123, "Mario", 300000000),
+            None,
+        ),
+        (
+            t,
+            "upsert",
+            '{"USER_ID":"123"}',
+            [1700000003000, 1030, 3],
+            "debezium:1030",
+            image(123, "Mario", 300000500),
+            None,
+        ),
+        (
+            t,
+            "upsert",
+            '{"USER_ID":"124"}',
+            [1700000000000, 1000, 0],
+            "debezium:1000",
+            image(124, "Lara", 42),
+            None,
+        ),
+        (
+            t,
+            "upsert",
+            '{"USER_ID":"124"}',
+            [1700000005000, 1050, 6],
+            "debezium:1050",
+            image(124, "Lara Croft", 42),
+            None,
+        ),
+        (
+            t,
+            "upsert",
+            '{"USER_ID":"125"}',
+            [1700000002000, 1020, 2],
+            "debezium:1020",
+            image(125, "Anne", 7),
+            None,
+        ),
+        # the delete keeps its before image; the tombstone after it is no change
+        (
+            t,
+            "delete",
+            '{"USER_ID":"125"}',
+            [1700000004000, 1040, 4],
+            "debezium:1040",
+            image(125, "Anne", 7),
+            None,
+        ),
+        # op t: the whole table, at its own position; the message events (op m) are skipped
+        (t, "truncate", "{}", [1700000100102, 1120, 102], "debezium:1120", None, None),
+    ]
 
 
 def test_db2_upserts_whole_rows_and_deletes_by_key_in_kafka_order(spark, lake):
@@ -367,6 +440,16 @@ def test_tigergraph_vertices_edges_and_truncates_follow_the_key_convention(spark
             None,
             {"label": (ow, "graph", None)},
         ),
+        # a string uid that looks like JSON is a string: a key value like any other
+        (
+            "Tag",
+            "patch",
+            '{"uid":"{\\"id\\":\\"t9\\"}"}',
+            [1701548864000, 13, 0, 0],
+            "tigergraph:1|1701548864000|13|0",
+            None,
+            {"label": (ow, "braces", None)},
+        ),
         (
             "Tag",
             "truncate",
@@ -419,6 +502,10 @@ def test_entity_patches_become_one_row_per_op_in_order(spark, lake):
             {path: (op, value, None)},
         )
 
+    def delete(entity: str, seq: list[int]) -> tuple:
+        position = f"entity-patch:{CLIENT}:{seq[1]}:{seq[2]}:{seq[3]}"
+        return ("Contacts", "delete", f'{{"entity":"{entity}"}}', seq, position, None, None)
+
     assert log_rows(spark, "debezium_patch") == [
         row(E1, [1415747086227, 2, 1, 0], "firstName", "add", "Sally"),
         row(E1, [1415747086227, 2, 1, 1], "lastName", "add", "Anderson"),
@@ -428,10 +515,15 @@ def test_entity_patches_become_one_row_per_op_in_order(spark, lake):
         row(E1, [1415747090000, 3, 1, 2], "address/city", "add", "Springfield"),
         row(E1, [1415747100000, 5, 1, 0], "phone/work", "remove", None),
         row(E1, [1415747100000, 5, 1, 1], "lastName", "replace", "Anderson-Smith"),
+        # remove of "/" deletes the entity; the add after it starts a new document
+        delete(E1, [1415747200010, 10, 1, 0]),
+        row(E1, [1415747200010, 10, 1, 1], "firstName", "add", "Sal"),
         row(E2, [1415747095000, 4, 1, 0], "firstName", "add", "Bob"),
         row(E2, [1415747095000, 4, 1, 1], "age", "add", "41"),
         row(E2, [1415747095000, 4, 2, 0], "tags", "add", '["vip","newsletter"]'),
         row(E2, [1415747200008, 8, 1, 0], "age", "replace", "42"),
+        # remove of "" deletes the entity
+        delete(E2, [1415747200009, 9, 1, 0]),
     ]
 
 
@@ -555,6 +647,28 @@ def test_every_reject_reason_lands_in_the_rejects_table(spark, lake):
                 "a Cassandra cell is not an object",
             ),
             (
+                "cassandra",
+                "events.inventory.customers",
+                2,
+                "inventory.customers",
+                'key column id is not a bigint: "x-2002"',
+            ),
+            (
+                "debezium",
+                "shop.public.users",
+                100,
+                "shop.users",
+                'key column USER_ID is not a bigint: "not-a-number-17"',
+            ),
+            (
+                "debezium",
+                "shop.public.users",
+                101,
+                "shop.users",
+                'key column USER_ID is a JSON object, not a bigint: {"id":126}',
+            ),
+            ("debezium", "shop.public.users", 105, "shop.users", "unknown op code: x"),
+            (
                 "db2",
                 "crm.DB2INST1.USERS",
                 100,
@@ -562,8 +676,36 @@ def test_every_reject_reason_lands_in_the_rejects_table(spark, lake):
                 "key columns missing: TAX_CODE",
             ),
             ("db2", "crm.DB2INST1.USERS", 101, "crm.DB2INST1.USERS", "delete without a key object"),
+            (
+                "db2",
+                "crm.DB2INST1.USERS",
+                102,
+                "crm.DB2INST1.USERS",
+                'key column USER_ID is not a bigint: "abc"',
+            ),
+            (
+                "db2",
+                "crm.DB2INST1.USERS",
+                103,
+                "crm.DB2INST1.USERS",
+                'key column TAX_CODE is a JSON array, not a string: ["A","B"]',
+            ),
             ("debezium_patch", "my-db.entity-patches", 100, "Contacts", "unknown op code: move"),
             ("debezium_patch", "my-db.entity-patches", 101, "Contacts", "no op field"),
+            (
+                "debezium_patch",
+                "my-db.entity-patches",
+                105,
+                "Contacts",
+                "add of the root path (only remove applies to the whole entity)",
+            ),
+            (
+                "debezium_patch",
+                "my-db.entity-patches",
+                106,
+                "Contacts",
+                f'key column entity is a JSON array, not a string: ["{E1}","{E2}"]',
+            ),
             (
                 "goldengate",
                 "erp.ORDER_LINES",
@@ -581,7 +723,28 @@ def test_every_reject_reason_lands_in_the_rejects_table(spark, lake):
             ),
             ("goldengate", "erp.ORDER_LINES", 103, "ERP.ORDER_LINES", "no op field"),
             ("goldengate", "erp.ORDER_LINES", 104, "ERP.ORDER_LINES", "unknown op code: T"),
+            (
+                "goldengate",
+                "erp.ORDER_LINES",
+                106,
+                "ERP.ORDER_LINES",
+                'key column ORDER_ID is not a bigint: "x1009"',
+            ),
+            (
+                "goldengate",
+                "erp.ORDER_LINES",
+                107,
+                "ERP.ORDER_LINES",
+                'key column ORDER_ID is not a bigint: "1010.5"',
+            ),
             ("opencdc", "conduit.inventory.products", 100, "products", "no op field"),
+            (
+                "opencdc",
+                "conduit.inventory.products",
+                102,
+                "products",
+                'key column id is not a bigint: "seven"',
+            ),
             (
                 "pr_update",
                 "gt.fd-test.DEV.inventory.pr_orders.pr-update",
@@ -595,6 +758,13 @@ def test_every_reject_reason_lands_in_the_rejects_table(spark, lake):
                 100,
                 "pr_registry",
                 "unknown op code: REPLACE",
+            ),
+            (
+                "pr_update",
+                "test-tenant.PROD.food-delivery.pr_registry.pr-update",
+                101,
+                "pr_registry",
+                'key column ID_USER is a JSON object, not a string: {"oid":"u10"}',
             ),
             (
                 "tigergraph",
@@ -618,8 +788,46 @@ def test_every_reject_reason_lands_in_the_rejects_table(spark, lake):
                 "Person",
                 "unknown op code: vertex upsert",
             ),
+            (
+                "tigergraph",
+                "tigergraph.social.cdc",
+                105,
+                "Person",
+                'key column uid is a JSON object, not a string: {"id":"person1"}',
+            ),
+            (
+                "tigergraph",
+                "tigergraph.social.cdc",
+                107,
+                "WorksAt",
+                'key column from_uid is a JSON array, not a string: ["person1","person2"]',
+            ),
         ]
     )
+
+
+def test_the_silver_gate_accounts_for_every_bronze_record(spark, lake):
+    """The gate's reconciliation on the real tables: the skipped Debezium message events
+    count as skipped, the tombstones as noops, nothing is unaccounted."""
+    sources = spark.createDataFrame([(name,) for name in EDGE_CASES], "source string")
+    frame = silver_reconciliation(
+        sources,
+        spark.table("bronze.cdc_raw"),
+        spark.table("silver.change_log"),
+        spark.table("silver.change_log_rejects"),
+    )
+    columns = ["changes", "redelivered", "rejected", "noops", "skipped", "unaccounted"]
+    counts = {r["source"]: tuple(r[c] for c in columns) for r in frame.collect()}
+    assert counts == {
+        "shop_debezium": (7, 0, 3, 1, 2, 0),
+        "crm_db2": (5, 0, 4, 0, 0, 0),
+        "erp_goldengate": (8, 0, 6, 0, 0, 0),
+        "inventory_opencdc": (6, 0, 2, 0, 0, 0),
+        "social_tigergraph": (14, 0, 6, 0, 0, 0),
+        "contacts_entity_patches": (8, 0, 4, 0, 0, 0),
+        "fastdata_pr_update": (8, 0, 3, 0, 0, 0),
+        "inventory_cassandra": (1, 0, 2, 0, 0, 0),
+    }
 
 
 def test_dbt_data_and_unit_tests_pass_on_the_log(settings, lake):
@@ -628,6 +836,7 @@ def test_dbt_data_and_unit_tests_pass_on_the_log(settings, lake):
         "tigergraph_mid_parts_order_the_changes",
         "opencdc_base64_fields_are_decoded",
         "one_string_keys_split_by_the_declared_key_columns",
+        "key_values_must_be_scalar_and_cast_to_the_declared_type",
     }
     assert unit_tests <= set(result.statuses)
     assert "unique_change_log_change_id" in result.statuses
