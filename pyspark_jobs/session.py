@@ -21,6 +21,9 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         "spark.hadoop.javax.jdo.option.ConnectionURL": metastore_url,
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        # Read when the JVM starts (the first session of a process): later sessions of
+        # the same process share that JVM.
+        "spark.driver.memory": settings.driver_memory,
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",

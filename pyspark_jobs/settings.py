@@ -26,6 +26,8 @@ class Settings:
     master: str
     config_path: Path
     shuffle_partitions: int = 4
+    # The driver JVM's heap (local mode: the whole of Spark's memory).
+    driver_memory: str = "2g"
 
     @property
     def warehouse_dir(self) -> Path:
@@ -56,6 +58,7 @@ class Settings:
             master=env.get("LAKEHOUSE_SPARK_MASTER", "local[*]"),
             config_path=Path(env.get("LAKEHOUSE_CONFIG", DEFAULT_CONFIG)).resolve(),
             shuffle_partitions=int(env.get("LAKEHOUSE_SHUFFLE_PARTITIONS", "4")),
+            driver_memory=env.get("LAKEHOUSE_DRIVER_MEMORY", "2g"),
         )
 
     def with_overrides(

@@ -25,8 +25,13 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     root = tmp_path_factory.mktemp("lake")
     os.environ["LAKEHOUSE_ROOT"] = str(root)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # One JVM serves the whole suite: more heap than a single run needs.
     return Settings(
-        lake_root=root, master="local[2]", config_path=DEFAULT_CONFIG, shuffle_partitions=2
+        lake_root=root,
+        master="local[2]",
+        config_path=DEFAULT_CONFIG,
+        shuffle_partitions=2,
+        driver_memory="3g",
     )
 
 

@@ -1,33 +1,36 @@
-"""Gold apply: new change-log rows -> one fold per family -> staged states -> MERGEs.
+"""Gold apply: new change-log rows -> one fold per family -> staged rows -> MERGEs.
 
 A run costs what its changes cost, not what the configuration holds:
 
 1. The change-log rows not applied yet are read once (Delta's change data feed, from the
-   least advanced table) and counted per table in one small job.
+   least advanced table), materialized, and counted per table in one small job.
 2. Each fold family folds all its tables that received changes at once (``table_name``
-   is part of every key; ``folds/``); a table with nothing new is not read.
+   is part of every key; ``folds/``), from inputs cut down to the keys the changes touch
+   (``fold_inputs.py``); a table with nothing new is not read.
 3. The net states of all families, each checked against its table's types
-   (``validation.py``), are committed once to ``lakehouse.gold_pending``
-   (``staging.py``) before anything else is written.
-4. From the staged states: one append of the diverted states to ``lakehouse.gold_rejects``,
-   one tombstone MERGE, then one MERGE per gold table with states (and its SCD2 history
-   table), run concurrently: commits to different Delta tables do not conflict.
+   (``validation.py``), and the SCD2 versions of the touched keys of ``history: true``
+   tables are committed once to ``lakehouse.gold_pending`` (``staging.py``) before
+   anything else is written.
+4. From the staged rows: one MERGE of the rejected states and versions into
+   ``lakehouse.gold_rejects``, one tombstone MERGE, then per gold table with states one
+   MERGE (and its history MERGE), run concurrently: commits to different Delta tables do
+   not conflict.
 5. Progress (and each table's row count, from the MERGE metrics) is recorded for every
    table of the run in one commit.
 
-Every write after step 3 is safe to repeat with the same staged states, so a run killed
-anywhere is finished by the next one (``finish_staged_run``) before it folds anything new.
+Every write after step 3 is safe to repeat with the same staged rows, so a run killed
+anywhere is finished by the next one before it folds anything new.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import LakehouseConfig
@@ -36,15 +39,14 @@ from pyspark_jobs.gold.change_feed import (
     CHANGE_LOG_TABLE,
     Progress,
     applied_progress,
-    change_log_as_of,
     latest_version,
     new_changes,
     record_progress,
 )
-from pyspark_jobs.gold.folds import FAMILIES, FoldInputs
-from pyspark_jobs.gold.folds.events import affected_events, sorted_history
-from pyspark_jobs.gold.folds.shared import NET_STATE_SCHEMA
-from pyspark_jobs.gold.images import current_images
+from pyspark_jobs.gold.fold_inputs import gather, materialized
+from pyspark_jobs.gold.folds import FAMILIES
+from pyspark_jobs.gold.folds.events import KEY
+from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY
 from pyspark_jobs.gold.merge import (
     MergeMetrics,
     expire_tombstones,
@@ -55,20 +57,30 @@ from pyspark_jobs.gold.merge import (
 )
 from pyspark_jobs.gold.scd2_history import (
     ensure_history_table,
+    history_table_name,
     merge_history,
     typed_versions,
     versions,
 )
+from pyspark_jobs.gold.snapshots import load_snapshots
 from pyspark_jobs.gold.staging import (
+    HISTORY_KEY,
+    STATE,
+    VERSION,
     StagedRun,
     ensure_pending_table,
+    run_rows,
     stage,
-    staged_states,
+    staged_rows,
     unfinished_run,
 )
-from pyspark_jobs.gold.table_specs import GoldTable, gold_tables, specs_frame
-from pyspark_jobs.gold.tables import TOMBSTONES_TABLE, ensure_gold_table, ensure_state_tables
-from pyspark_jobs.gold.typed_values import declared_types
+from pyspark_jobs.gold.table_specs import GoldTable, gold_tables
+from pyspark_jobs.gold.tables import (
+    REJECTS_TABLE,
+    TOMBSTONES_TABLE,
+    ensure_gold_table,
+    ensure_state_tables,
+)
 from pyspark_jobs.gold.validation import reject_reason
 from pyspark_jobs.job_names import named_jobs
 
@@ -92,152 +104,174 @@ class TableApply:
     newest_event_ts: datetime | None = None
 
 
-def fold_family_states(
+@dataclass(frozen=True)
+class FamilyFold:
+    """What one family's fold decided: net states (with ``_reject_reason``), the SCD2
+    versions of its history tables' touched keys (with ``_reject_reason``), and those
+    keys (their history is rewritten to exactly these versions)."""
+
+    states: DataFrame
+    versions: DataFrame | None = None
+    history_keys: DataFrame | None = None
+
+
+def _checked(frame: DataFrame, specs: DataFrame, types: tuple[str, ...]) -> DataFrame:
+    """``frame`` (net-state columns) with the reason it may not be merged, or null."""
+    joined = frame.join(
+        F.broadcast(specs.select("table_name", "key_columns", "value_columns", "types")),
+        "table_name",
+    )
+    return joined.select(*frame.columns, reject_reason(types).alias("_reject_reason"))
+
+
+def fold_family(
     spark: SparkSession,
     family_name: str,
     tables: Sequence[GoldTable],
     new: DataFrame,
     up_to: int,
-) -> DataFrame:
-    """Net states (with their reject reason) of ``tables``, all of one family."""
+    truncated: Collection[str] = (),
+    related: Sequence[GoldTable] | None = None,
+) -> FamilyFold:
+    """Fold the new changes ``new`` of ``tables`` (all of one family) up to ``up_to``.
+
+    ``truncated``, ``related``: see ``fold_inputs.gather``.
+    """
     family = FAMILIES[family_name]
-    specs = specs_frame(spark, tables)
-    names = F.broadcast(specs.select("table_name"))
-    types = declared_types(t.entity for t in tables)
-    history = None
-    if family.refolds:
-        sources = sorted({t.source.name for t in tables})
-        history = change_log_as_of(spark, up_to).where(F.col("source").isin(*sources))
-    inputs = FoldInputs(
-        changes=new.join(names, "table_name"),
-        current=current_images(spark, tables),
-        tombstones=spark.table(TOMBSTONES_TABLE).join(names, "table_name"),
-        specs=specs,
-        types=types,
-        history=history,
+    inputs = gather(spark, family, tables, new, up_to, truncated, related)
+    states = _checked(family.fold(inputs), inputs.specs, inputs.types)
+    history_tables = [t.table for t in tables if t.entity.history]
+    if not history_tables or inputs.histories is None:
+        return FamilyFold(states)
+    own = inputs.histories.where(F.col("table_name").isin(*history_tables))
+    kept = versions(family.states(own, inputs.specs)).select(
+        *KEY,
+        F.lit(True).alias("_live"),
+        "_image",
+        "_seq",
+        "_change_id",
+        F.col("valid_from").alias("_event_ts"),
+        F.col("valid_from").alias("_valid_from"),
+        F.col("valid_to").alias("_valid_to"),
+        F.col("is_current").alias("_is_current"),
     )
-    states = family.fold(inputs)
-    checked = states.join(
-        F.broadcast(specs.select("table_name", "key_columns", "value_columns", "types")),
-        "table_name",
-    )
-    return checked.select(*states.columns, reject_reason(types).alias("_reject_reason"))
+    return FamilyFold(states, _checked(kept, inputs.specs, inputs.types), own.select(*KEY))
 
 
 def _touched(
     tables: Sequence[GoldTable], family_name: str, with_changes: set[str]
 ) -> list[GoldTable]:
-    """The family's tables a run must fold: those with new changes; for the re-fold
-    families every table of a source with a new change (cascades cross tables)."""
+    """The family's tables a run must fold: those with new changes; for a family that
+    derives events, every table of a source with a new change (cascades cross tables)."""
     own = [t for t in tables if t.family == family_name]
-    if FAMILIES[family_name].refolds:
-        sources = {t.source.name for t in own if t.table in with_changes}
-        return [t for t in own if t.source.name in sources]
+    if FAMILIES[family_name].derives_events:
+        return related_tables(own, [t for t in own if t.table in with_changes])
     return [t for t in own if t.table in with_changes]
+
+
+def related_tables(tables: Sequence[GoldTable], chosen: Sequence[GoldTable]) -> list[GoldTable]:
+    """The tables of ``tables`` of the same family and source as one of ``chosen``."""
+    wanted = {(t.family, t.source.name) for t in chosen}
+    return [t for t in tables if (t.family, t.source.name) in wanted]
+
+
+def _union(frames: list[DataFrame | None]) -> DataFrame | None:
+    present = [f for f in frames if f is not None]
+    return functools.reduce(DataFrame.unionByName, present) if present else None
 
 
 def fold_and_stage(
     spark: SparkSession,
     behind: Sequence[GoldTable],
-    applied: dict[str, int],
+    new: DataFrame,
     up_to: int,
     reports: dict[str, TableApply],
 ) -> StagedRun:
-    """Fold every change of ``behind`` up to ``up_to`` and commit the net states."""
-    new = new_changes(spark, applied, [t.table for t in behind], up_to).persist()
-    try:
+    """Fold the change-log rows ``new`` of ``behind`` (up to change-log version
+    ``up_to``) and commit what the folds decided."""
+    with named_jobs(spark, "gold: read new changes"):
+        new = materialized(new)
         # Small by construction: one row per table that received changes.
-        with named_jobs(spark, "gold: count new changes"):
-            counted = (
-                new.groupBy("table_name")
-                .agg(F.count(F.lit(1)).alias("n"), F.max("event_ts").alias("newest"))
-                .collect()
+        counted = (
+            new.groupBy("table_name")
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.max("event_ts").alias("newest"),
+                F.count_if(
+                    (F.col("record_key") == TABLE_WIDE_KEY) & (F.col("op") == "truncate")
+                ).alias("truncates"),
             )
-        for r in counted:
-            reports[r["table_name"]].changes = int(r["n"])
-            reports[r["table_name"]].newest_event_ts = r["newest"]
-        with_changes = {name for name, r in reports.items() if r.changes}
-        folded = []
-        for family_name in FAMILIES:
-            touched = _touched(behind, family_name, with_changes)
-            if touched:
-                folded.append(fold_family_states(spark, family_name, touched, new, up_to))
-        states = (
-            functools.reduce(DataFrame.unionByName, folded)
-            if folded
-            else spark.createDataFrame([], f"{NET_STATE_SCHEMA}, _reject_reason string")
+            .collect()
         )
-        with named_jobs(spark, "gold: fold and stage"):
-            run = stage(spark, states, [t.table for t in behind], up_to)
-        crash_point("gold:staged")
-        return run
-    finally:
-        new.unpersist()
-
-
-def _history(
-    spark: SparkSession,
-    table: GoldTable,
-    tables: Sequence[GoldTable],
-    new_change_ids: DataFrame,
-    run: StagedRun,
-) -> None:
-    """Rebuild the SCD2 history of the keys a run touched in ``table``."""
-    family = FAMILIES[table.family]
-    # The events of a key may come from other tables of its source (graph cascades).
-    related = [t for t in tables if t.family == table.family and t.source == table.source]
-    specs = specs_frame(spark, related)
-    log = change_log_as_of(spark, run.version).where(F.col("source") == table.source.name)
-    events = affected_events(family.events(log, specs), new_change_ids).where(
-        F.col("table_name") == table.table
-    )
-    states = family.states(sorted_history(events), specs)
-    rows = typed_versions(versions(states), table.entity).persist()
-    try:
-        rejected = rows.where(F.col("_problems").isNotNull())
-        if rejected.limit(1).count():
-            record_rejects(
-                spark,
-                rejected.select(
-                    F.lit(f"{table.table}_history").alias("table_name"),
-                    F.col("_record_key").alias("record_key"),
-                    F.col("_problems").alias("reason"),
-                    F.col("_change_id").alias("change_id"),
-                    F.col("_seq").alias("seq"),
-                    F.lit(table.source.name).alias("source"),
-                    F.col("valid_from").alias("event_ts"),
-                ),
-                run.version,
-            )
-            crash_point(f"gold:history-rejects:{table.table}")
-        merge_history(
+    for r in counted:
+        reports[r["table_name"]].changes = int(r["n"])
+        reports[r["table_name"]].newest_event_ts = r["newest"]
+    with_changes = {r["table_name"] for r in counted}
+    truncated = {r["table_name"] for r in counted if r["truncates"]}
+    touched = {f: _touched(behind, f, with_changes) for f in FAMILIES}
+    with named_jobs(spark, "gold: load snapshots"):
+        load_snapshots(
             spark,
-            rows.where(F.col("_problems").isNull()),
-            states.select("_record_key"),
-            table.entity,
+            [TOMBSTONES_TABLE, REJECTS_TABLE, CHANGE_LOG_TABLE]
+            + [t.name for ts in touched.values() for t in ts]
+            + [
+                history_table_name(t.entity)
+                for ts in touched.values()
+                for t in ts
+                if t.entity.history
+            ],
         )
-    finally:
-        rows.unpersist()
+    folds = []
+    for family_name in FAMILIES:
+        if touched[family_name]:
+            with named_jobs(spark, f"gold: fold inputs of the {family_name} family"):
+                folds.append(
+                    fold_family(spark, family_name, touched[family_name], new, up_to, truncated)
+                )
+    with named_jobs(spark, "gold: fold and stage"):
+        run = stage(
+            spark,
+            states=_union([f.states for f in folds]),
+            versions=_union([f.versions for f in folds]),
+            history_keys=_union([f.history_keys for f in folds]),
+            tables=[t.table for t in behind],
+            version=up_to,
+        )
+    crash_point("gold:staged")
+    return run
 
 
 def _apply_table(
-    spark: SparkSession,
-    table: GoldTable,
-    states: DataFrame,
-    has_states: bool,
-    tables: Sequence[GoldTable],
-    new_change_ids: DataFrame | None,
-    run: StagedRun,
+    spark: SparkSession, table: GoldTable, run: StagedRun, counts: Row | None
 ) -> MergeMetrics:
+    """The MERGEs of one table from the staged rows: gold, then its history."""
     metrics = MergeMetrics()
-    if has_states:
-        mine = states.where((F.col("table_name") == table.table) & F.col("_reject_reason").isNull())
+    if counts is not None and counts["merged"]:
+        mine = staged_rows(spark, run, STATE).where(
+            (F.col("table_name") == table.table) & F.col("_reject_reason").isNull()
+        )
         with named_jobs(spark, f"gold: merge {table.name}"):
             metrics = merge_into_gold(spark, typed_rows(mine, table.entity), table.entity)
         crash_point(f"gold:merged:{table.table}")
-    if table.entity.history and new_change_ids is not None:
+    if table.entity.history and counts is not None and counts["history_keys"]:
+        mine = staged_rows(spark, run, VERSION).where(
+            (F.col("table_name") == table.table) & F.col("_reject_reason").isNull()
+        )
+        rows = typed_versions(
+            mine.select(
+                *KEY,
+                "_image",
+                "_seq",
+                "_change_id",
+                F.col("_valid_from").alias("valid_from"),
+                F.col("_valid_to").alias("valid_to"),
+                F.col("_is_current").alias("is_current"),
+            ),
+            table.entity,
+        )
+        keys = staged_rows(spark, run, HISTORY_KEY).where(F.col("table_name") == table.table)
         with named_jobs(spark, f"gold: history of {table.name}"):
-            _history(spark, table, tables, new_change_ids, run)
+            merge_history(spark, rows, keys.select("_record_key"), table.entity)
         crash_point(f"gold:history:{table.table}")
     return metrics
 
@@ -248,71 +282,57 @@ def apply_staged(
     run: StagedRun,
     progress: dict[str, Progress],
     reports: dict[str, TableApply],
-    new_change_ids: DataFrame | None = None,
 ) -> None:
     """Write a staged run into gold: rejects, tombstones, then every table concurrently;
-    then record the run's progress. Safe to repeat.
-
-    ``new_change_ids``: the changes the run applied (history tables rebuild the keys they
-    touch); by default read from the change data feed after each table's progress.
-    """
-    states = staged_states(spark, run)
-    # Small by construction: one row per table with states.
-    with named_jobs(spark, "gold: count staged states"):
+    then record the run's progress. Safe to repeat."""
+    states = staged_rows(spark, run, STATE)
+    with named_jobs(spark, "gold: count staged rows"):
+        # Small by construction: one row per table with staged rows.
+        staged = run_rows(spark, run)
+        rejected = F.col("_reject_reason").isNotNull()
+        is_state = F.col("row_kind") == STATE
         per_table = {
             r["table_name"]: r
-            for r in states.groupBy("table_name")
+            for r in staged.groupBy("table_name")
             .agg(
-                F.count_if(F.col("_reject_reason").isNull()).alias("merged"),
-                F.count_if(F.col("_reject_reason").isNotNull()).alias("rejected"),
-                F.count_if(F.col("_tomb_seq").isNotNull() & F.col("_reject_reason").isNull()).alias(
-                    "tombs"
-                ),
+                F.count_if(is_state & ~rejected).alias("merged"),
+                F.count_if(is_state & rejected).alias("rejected"),
+                F.count_if(is_state & ~rejected & F.col("_tomb_seq").isNotNull()).alias("tombs"),
+                F.count_if((F.col("row_kind") == VERSION) & rejected).alias("rejected_versions"),
+                F.count_if(F.col("row_kind") == HISTORY_KEY).alias("history_keys"),
             )
             .collect()
         }
-    if any(r["rejected"] for r in per_table.values()):
+    if any(r["rejected"] or r["rejected_versions"] for r in per_table.values()):
+        reasons = staged.where(rejected & F.col("row_kind").isin(STATE, VERSION)).select(
+            F.when(F.col("row_kind") == VERSION, F.concat("table_name", F.lit("_history")))
+            .otherwise(F.col("table_name"))
+            .alias("table_name"),
+            F.col("_record_key").alias("record_key"),
+            F.col("_reject_reason").alias("reason"),
+            F.col("_change_id").alias("change_id"),
+            F.col("_seq").alias("seq"),
+            F.col("_source").alias("source"),
+            F.col("_event_ts").alias("event_ts"),
+        )
         with named_jobs(spark, "gold: rejects"):
-            record_rejects(
-                spark,
-                states.where(F.col("_reject_reason").isNotNull()).select(
-                    "table_name",
-                    F.col("_record_key").alias("record_key"),
-                    F.col("_reject_reason").alias("reason"),
-                    F.col("_change_id").alias("change_id"),
-                    F.col("_seq").alias("seq"),
-                    F.col("_source").alias("source"),
-                    F.col("_event_ts").alias("event_ts"),
-                ),
-                run.version,
-            )
+            record_rejects(spark, reasons, run.version)
         crash_point("gold:rejects")
     if any(r["tombs"] for r in per_table.values()):
         with named_jobs(spark, "gold: tombstones"):
             merge_tombstones(spark, states.where(F.col("_reject_reason").isNull()))
         crash_point("gold:tombstones")
     in_run = [t for t in tables if t.table in run.tables]
-    if new_change_ids is None and any(t.entity.history for t in in_run):
-        applied = {t: p.version for t, p in progress.items()}
-        new_change_ids = new_changes(spark, applied, [t.table for t in in_run], run.version).select(
-            "change_id"
-        )
-    merged = {t: int(r["merged"]) for t, r in per_table.items()}
-    work = [t for t in in_run if merged.get(t.table) or t.entity.history]
+    work = [
+        t
+        for t in in_run
+        if t.table in per_table
+        and (per_table[t.table]["merged"] or per_table[t.table]["history_keys"])
+    ]
     metrics: dict[str, MergeMetrics] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(MERGE_THREADS, len(work)))) as pool:
         futures = {
-            t.table: pool.submit(
-                _apply_table,
-                spark,
-                t,
-                states,
-                bool(merged.get(t.table)),
-                tables,
-                new_change_ids,
-                run,
-            )
-            for t in work
+            t.table: pool.submit(_apply_table, spark, t, run, per_table.get(t.table)) for t in work
         }
         for name, future in futures.items():
             metrics[name] = future.result()
@@ -345,6 +365,10 @@ def _ensure_layouts(
             known is None
             or known.signature != table.signature
             or not spark.catalog.tableExists(table.name)
+            or (
+                table.entity.history
+                and not spark.catalog.tableExists(history_table_name(table.entity))
+            )
         ):
             ensure_gold_table(spark, table.entity)
             if table.entity.history:
@@ -392,7 +416,8 @@ def apply_gold(
     behind = [t for t in tables if progress.get(t.table, Progress(-1)).version < up_to]
     if behind:
         applied = {t: p.version for t, p in progress.items()}
-        run = fold_and_stage(spark, behind, applied, up_to, reports)
+        new = new_changes(spark, applied, [t.table for t in behind], up_to)
+        run = fold_and_stage(spark, behind, new, up_to, reports)
         apply_staged(spark, tables, run, progress, reports)
     # Tables whose layout changed but that received nothing: remember the new layout.
     record_progress(

@@ -22,7 +22,8 @@ from pyspark_jobs.gold.apply import (
     TableApply,
     apply_gold,
     apply_staged,
-    fold_family_states,
+    fold_family,
+    related_tables,
 )
 from pyspark_jobs.gold.change_feed import (
     CHANGE_LOG_TABLE,
@@ -31,6 +32,7 @@ from pyspark_jobs.gold.change_feed import (
     latest_version,
     record_progress,
 )
+from pyspark_jobs.gold.fold_inputs import materialized
 from pyspark_jobs.gold.folds import FAMILIES
 from pyspark_jobs.gold.scd2_history import create_history_table
 from pyspark_jobs.gold.staging import stage
@@ -65,28 +67,31 @@ def rebuild_table(
         create_history_table(spark, table.entity, replace=True)
     DeltaTable.forName(spark, TOMBSTONES_TABLE).delete(F.col("table_name") == table.table)
     version = latest_version(spark, CHANGE_LOG_TABLE)
-    family = FAMILIES[table.family]
-    log_rows = change_log_as_of(spark, version)
-    if family.refolds:
-        # A key's events may come from other tables of its source (implicit vertices,
-        # cascades): every table of the source folds, only this one is kept.
-        related = [t for t in tables if t.family == table.family and t.source == table.source]
-        changes = log_rows.where(F.col("source") == table.source.name)
-    else:
-        related = [table]
-        changes = log_rows.where(F.col("table_name") == table.table)
-    states = fold_family_states(spark, table.family, related, changes, version).where(
-        F.col("table_name") == table.table
+    # Every change of the table is new to it. A key of a family that derives events may
+    # also owe them to other tables of its source (implicit vertices, cascades): every
+    # table of the source folds, only this one is kept.
+    related = related_tables(tables, [table]) if FAMILIES[table.family].derives_events else [table]
+    names = [t.table for t in related]
+    changes = materialized(
+        change_log_as_of(spark, version).where(
+            (F.col("source") == table.source.name) & F.col("table_name").isin(*names)
+        )
     )
-    run = stage(spark, states, [table.table], version)
+    # Every key of the table is touched: as for a truncate.
+    whole = [t.table for t in related]
+    folded = fold_family(spark, table.family, related, changes, version, whole, related)
+    mine = F.col("table_name") == table.table
+    run = stage(
+        spark,
+        states=folded.states.where(mine),
+        versions=None if folded.versions is None else folded.versions.where(mine),
+        history_keys=None if folded.history_keys is None else folded.history_keys.where(mine),
+        tables=[table.table],
+        version=version,
+    )
     report = TableApply(table=table.name, source=table.source.name)
     apply_staged(
-        spark,
-        tables,
-        run,
-        {table.table: Progress(-1, 0, table.signature)},
-        {table.table: report},
-        new_change_ids=changes.select("change_id"),
+        spark, tables, run, {table.table: Progress(-1, 0, table.signature)}, {table.table: report}
     )
     log(
         f"gold {table.name}: rebuilt from change-log version {version}, {report.rows} rows"

@@ -1,12 +1,18 @@
-"""The net states of a gold run, written once before any table is touched.
+"""What a gold run will write, committed once before any table is touched.
 
 A run's writes span several Delta tables (rejects, tombstones, every gold table and its
-history), and Delta commits one table at a time. So the fold's result is first committed
-to ``lakehouse.gold_pending``: the states of every table, plus one marker row per table
-the run covers. Every later write reads these states and is safe to repeat, so a run
-killed at any point is finished by the next one from the same states, never re-folded
-against half-updated tables, and no table is skipped or applied twice. The next run
-replaces the pending states (one overwrite).
+history), and Delta commits one table at a time. So everything the folds decided is
+first committed to ``lakehouse.gold_pending`` in one overwrite, as rows of four kinds:
+
+- ``state``: a key's net state, with the reason it may not be merged (or null);
+- ``version``: an SCD2 history version of a key of a ``history: true`` table;
+- ``history_key``: a key whose history the run rewrites (its versions are exactly the
+  ``version`` rows, possibly none);
+- ``marker``: one per table the run covers.
+
+Every later write reads these rows and is safe to repeat, so a run killed at any point is
+finished by the next one from the same rows, never re-folded against half-updated tables,
+and no table is skipped or applied twice. The next run replaces the pending rows.
 """
 
 from __future__ import annotations
@@ -17,9 +23,30 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pyspark_jobs.gold.folds.shared import NET_STATE_SCHEMA
+from pyspark_jobs.gold.folds.shared import IMAGE_TYPE
+from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
 
 PENDING_TABLE = "lakehouse.gold_pending"
+STATE, VERSION, HISTORY_KEY, MARKER = "state", "version", "history_key", "marker"
+# The net state's columns, why a state may not be merged, and a version's validity.
+PENDING_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("silver_version", "bigint"),
+    ("row_kind", "string"),
+    ("table_name", "string"),
+    ("_record_key", "string"),
+    ("_live", "boolean"),
+    ("_image", IMAGE_TYPE),
+    ("_seq", SEQ_TYPE),
+    ("_change_id", "string"),
+    ("_source", "string"),
+    ("_event_ts", "timestamp"),
+    ("_cell_ts", CELL_TS_TYPE),
+    ("_tomb_seq", SEQ_TYPE),
+    ("_reject_reason", "string"),
+    ("_valid_from", "timestamp"),
+    ("_valid_to", "timestamp"),
+    ("_is_current", "boolean"),
+)
 
 
 @dataclass(frozen=True)
@@ -31,37 +58,47 @@ class StagedRun:
 
 
 def ensure_pending_table(spark: SparkSession) -> None:
-    """Create the pending table: net states plus the run's columns."""
+    """Create the pending table (or replace one of an older layout: it only ever holds
+    the last run, which the progress table says is complete or not)."""
+    if spark.catalog.tableExists(PENDING_TABLE):
+        if "row_kind" in spark.table(PENDING_TABLE).columns:
+            return
+        spark.sql(f"drop table {PENDING_TABLE}")
+    columns = ", ".join(f"{name} {typ}" for name, typ in PENDING_COLUMNS)
     spark.sql(
-        f"""
-        create table if not exists {PENDING_TABLE} (
-            silver_version bigint not null comment 'change_log version the run applies',
-            is_marker boolean not null comment 'one marker row per table the run covers',
-            {NET_STATE_SCHEMA},
-            _reject_reason string comment 'why the state may not be merged, or null'
-        ) using delta
-        comment 'Net states of the last gold run, committed before any table is written'
-        """
+        f"create table {PENDING_TABLE} ({columns}) using delta "
+        "comment 'What the last gold run writes, committed before any table is written'"
     )
 
 
-def stage(spark: SparkSession, states: DataFrame, tables: Sequence[str], version: int) -> StagedRun:
-    """Commit ``states`` (net states with ``_reject_reason``) and one marker per table."""
-    columns = spark.table(PENDING_TABLE).columns
-    markers = spark.createDataFrame([(t,) for t in tables], "table_name string").select(
+def _as_pending(frame: DataFrame, kind: str, version: int) -> DataFrame:
+    """``frame`` in the pending layout: the columns it has, null for the others."""
+    present = set(frame.columns)
+    fixed = {"silver_version": F.lit(version), "row_kind": F.lit(kind)}
+    return frame.select(
         *[
-            F.col("table_name") if c == "table_name" else F.lit(None).alias(c)
-            for c in columns
-            if c not in ("silver_version", "is_marker")
-        ],
+            fixed.get(name, F.col(name) if name in present else F.lit(None)).cast(typ).alias(name)
+            for name, typ in PENDING_COLUMNS
+        ]
     )
-    rows = states.select(
-        *[c for c in columns if c not in ("silver_version", "is_marker")]
-    ).withColumn("is_marker", F.lit(False))
-    staged = rows.unionByName(markers.withColumn("is_marker", F.lit(True))).withColumn(
-        "silver_version", F.lit(version).cast("bigint")
-    )
-    staged.select(*columns).write.format("delta").mode("overwrite").saveAsTable(PENDING_TABLE)
+
+
+def stage(
+    spark: SparkSession,
+    states: DataFrame | None,
+    versions: DataFrame | None,
+    history_keys: DataFrame | None,
+    tables: Sequence[str],
+    version: int,
+) -> StagedRun:
+    """Commit a run's net states, history versions and rewritten history keys (None:
+    there are none), with one marker per table of ``tables``, in one overwrite."""
+    markers = spark.createDataFrame([(t,) for t in tables], "table_name string")
+    staged = _as_pending(markers, MARKER, version)
+    for frame, kind in ((states, STATE), (versions, VERSION), (history_keys, HISTORY_KEY)):
+        if frame is not None:
+            staged = staged.unionByName(_as_pending(frame, kind, version))
+    staged.write.format("delta").mode("overwrite").saveAsTable(PENDING_TABLE)
     return StagedRun(version, tuple(tables))
 
 
@@ -73,7 +110,7 @@ def unfinished_run(spark: SparkSession, applied: dict[str, int]) -> StagedRun | 
     """
     markers = (
         spark.table(PENDING_TABLE)
-        .where(F.col("is_marker"))
+        .where(F.col("row_kind") == MARKER)
         .select("table_name", "silver_version")
         .collect()
     )
@@ -87,8 +124,11 @@ def unfinished_run(spark: SparkSession, applied: dict[str, int]) -> StagedRun | 
     return StagedRun(behind[0][1], tuple(t for t, _ in behind))
 
 
-def staged_states(spark: SparkSession, run: StagedRun) -> DataFrame:
-    """The net states of ``run`` (markers excluded)."""
-    return spark.table(PENDING_TABLE).where(
-        ~F.col("is_marker") & (F.col("silver_version") == run.version)
-    )
+def staged_rows(spark: SparkSession, run: StagedRun, kind: str) -> DataFrame:
+    """The staged rows of one kind (``STATE``, ``VERSION``, ``HISTORY_KEY``) of ``run``."""
+    return run_rows(spark, run).where(F.col("row_kind") == kind)
+
+
+def run_rows(spark: SparkSession, run: StagedRun) -> DataFrame:
+    """Every staged row of ``run``, of all kinds."""
+    return spark.table(PENDING_TABLE).where(F.col("silver_version") == run.version)

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.tables import QUARANTINE_TABLE, RAW_TABLE
 from pyspark_jobs.config import Entity, LakehouseConfig, Source
-from pyspark_jobs.gold.staging import PENDING_TABLE
+from pyspark_jobs.gold.staging import PENDING_TABLE, STATE
 from pyspark_jobs.gold.tables import TOMBSTONES_TABLE, gold_columns, gold_table_name
 from pyspark_jobs.quality.definitions import CheckpointSpec
 
@@ -324,7 +324,7 @@ def _gold_reconciliation(
         "table string, table_name string, entity_kind string, schema_differences string",
     )
     live = _union([gold_live_rows(spark.table(name), name, e.soft_delete) for _, e, name in tables])
-    staged = spark.table(PENDING_TABLE).where(~F.col("is_marker"))
+    staged = spark.table(PENDING_TABLE).where(F.col("row_kind") == STATE)
     return gold_reconciliation(described, live, spark.table(TOMBSTONES_TABLE), staged)
 
 

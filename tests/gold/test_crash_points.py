@@ -85,6 +85,7 @@ BATCH_1 = [
     person("p1", 10, score=("Add", "5")),
     person("p2", 11, score=("Overwrite", "1")),
     knows("p1", "p2", 12),
+    knows("p1", "p3", 13),  # outlives p2's delete
 ]
 BATCH_2 = [
     user(1, 200, "ann2"),

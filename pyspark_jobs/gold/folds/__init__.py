@@ -29,7 +29,9 @@ class FoldFamily:
     """How one family of tables folds.
 
     - ``refolds``: touched keys are re-folded from their full history in the change log
-      (ops that do not commute), so the fold reads ``FoldInputs.history``;
+      (ops that do not commute), so the fold reads ``FoldInputs.histories``;
+    - ``derives_events``: a key's history holds events derived from other keys' changes
+      (TigerGraph cascades and implicit vertices), so it cannot be read by key alone;
     - ``fold``: ``FoldInputs`` -> net states of every table of the family;
     - ``events``: change-log rows (of the family's sources) and specs -> the events keys'
       histories are made of (derived events included);
@@ -38,6 +40,7 @@ class FoldFamily:
 
     name: str
     refolds: bool
+    derives_events: bool
     fold: Callable[[FoldInputs], DataFrame]
     events: Callable[[DataFrame, DataFrame], DataFrame]
     states: Callable[[DataFrame, DataFrame], DataFrame]
@@ -46,9 +49,9 @@ class FoldFamily:
 FAMILIES: dict[str, FoldFamily] = {
     family.name: family
     for family in (
-        FoldFamily("rows", False, fold_rows, own_events, row_states),
-        FoldFamily("cells", False, fold_cells, own_events, cell_states),
-        FoldFamily("graph", True, fold_graph, graph_events, graph_states),
-        FoldFamily("document", True, fold_documents, own_events, document_states),
+        FoldFamily("rows", False, False, fold_rows, own_events, row_states),
+        FoldFamily("cells", False, False, fold_cells, own_events, cell_states),
+        FoldFamily("graph", True, True, fold_graph, graph_events, graph_states),
+        FoldFamily("document", True, False, fold_documents, own_events, document_states),
     )
 }

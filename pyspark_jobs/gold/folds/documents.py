@@ -20,7 +20,7 @@ from pyspark.sql.types import (
 )
 
 from pyspark_jobs.gold.document_patch import document_steps
-from pyspark_jobs.gold.folds.events import KEY, affected_events, own_events, sorted_history
+from pyspark_jobs.gold.folds.events import KEY
 from pyspark_jobs.gold.folds.graph import final_states
 from pyspark_jobs.gold.folds.inputs import FoldInputs
 from pyspark_jobs.gold.folds.shared import drop_unchanged, project_image, with_specs
@@ -73,9 +73,6 @@ def document_states(history: DataFrame, specs: DataFrame, every_step: bool = Tru
 
 def fold_documents(inputs: FoldInputs) -> DataFrame:
     """Net state of every document a new change touches, where it differs from gold."""
-    assert inputs.history is not None, "the document fold re-folds from the change log"
-    events = affected_events(
-        own_events(inputs.history, inputs.specs), inputs.changes.select("change_id")
-    )
-    states = document_states(sorted_history(events), inputs.specs, every_step=False)
+    assert inputs.histories is not None, "the document fold re-folds from the change log"
+    states = document_states(inputs.histories, inputs.specs, every_step=False)
     return drop_unchanged(final_states(states), inputs)

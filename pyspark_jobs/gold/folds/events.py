@@ -62,37 +62,43 @@ def expand_truncates(events: DataFrame, keys: DataFrame | None = None) -> DataFr
     return keyed.unionByName(deletes)
 
 
-def affected_events(events: DataFrame, new_change_ids: DataFrame) -> DataFrame:
-    """The full history of every key that has at least one new event.
+def sorted_history(events: DataFrame, new_ids: DataFrame) -> DataFrame:
+    """``table_name``, ``_record_key``, ``h``: the events of every key with at least one
+    new event, in ``seq`` order (``change_id`` breaks ties, so every run folds them the
+    same way), each change once.
 
-    ``new_change_ids``: ``change_id`` of the change-log rows not applied yet. Events
-    derived from a change (a cascade, a truncate's deletes) carry its ``change_id``, so a
-    new vertex delete also marks the edges it deletes.
+    ``new_ids``: ``change_id`` of the change-log rows not applied yet. Events derived from
+    a change (a cascade, a truncate's deletes) carry its ``change_id``, so a new vertex
+    delete also marks the edges it deletes. A change counts once per key even if it
+    reached the log twice (a defence in depth: silver already keeps one row per
+    ``change_id``); its copies sort next to each other.
     """
-    keys = (
-        events.join(F.broadcast(new_change_ids.distinct()), "change_id", "left_semi")
-        .select(*KEY)
-        .distinct()
-    )
-    # A change counts once per key even if it reached the log twice (a defence in depth:
-    # silver already keeps one row per change_id).
-    return events.join(keys, KEY, "left_semi").dropDuplicates([*KEY, "change_id"])
-
-
-def sorted_history(events: DataFrame) -> DataFrame:
-    """``table_name``, ``_record_key``, ``h``: each key's events in ``seq`` order
-    (``change_id`` breaks ties, so every run folds them the same way)."""
 
     def order(a: Column, b: Column) -> Column:
         # Maps (``changes``) are not comparable, so compare (seq, change_id) only.
         x, y = F.struct(a["seq"], a["change_id"]), F.struct(b["seq"], b["change_id"])
         return F.when(x < y, -1).when(x > y, 1).otherwise(0)
 
-    return events.groupBy(*KEY).agg(
-        F.array_sort(
-            F.collect_list(
-                F.struct("seq", "change_id", "op", "changes", "row_image", "source", "event_ts")
+    flagged = events.join(new_ids.distinct().withColumn("_new", F.lit(True)), "change_id", "left")
+    grouped = (
+        flagged.groupBy(*KEY)
+        .agg(
+            F.array_sort(
+                F.collect_list(
+                    F.struct("seq", "change_id", "op", "changes", "row_image", "source", "event_ts")
+                ),
+                order,
+            ).alias("h"),
+            F.max(F.coalesce("_new", F.lit(False))).alias("_touched"),
+        )
+        .where(F.col("_touched"))
+    )
+    return grouped.select(
+        *KEY,
+        F.filter(
+            "h",
+            lambda e, i: F.when(i == 0, F.lit(True)).otherwise(
+                F.col("h")[i - 1]["change_id"] != e["change_id"]
             ),
-            order,
-        ).alias("h")
+        ).alias("h"),
     )

@@ -19,8 +19,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pyspark_jobs.gold.folds.events import KEY, affected_events, sorted_history
-from pyspark_jobs.gold.folds.graph_events import graph_events
+from pyspark_jobs.gold.folds.events import KEY
 from pyspark_jobs.gold.folds.inputs import FoldInputs
 from pyspark_jobs.gold.folds.shared import (
     CHANGES_TYPE,
@@ -114,9 +113,6 @@ def final_states(states: DataFrame) -> DataFrame:
 def fold_graph(inputs: FoldInputs) -> DataFrame:
     """Net state of every graph key a new change (or its cascade) touches, where it
     differs from gold."""
-    assert inputs.history is not None, "the graph fold re-folds from the change log"
-    events = affected_events(
-        graph_events(inputs.history, inputs.specs), inputs.changes.select("change_id")
-    )
-    states = graph_states(sorted_history(events), inputs.specs, every_step=False)
+    assert inputs.histories is not None, "the graph fold re-folds from the change log"
+    states = graph_states(inputs.histories, inputs.specs, every_step=False)
     return drop_unchanged(final_states(states), inputs)

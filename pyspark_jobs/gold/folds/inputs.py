@@ -18,8 +18,10 @@ class FoldInputs:
     - ``tombstones``: ``lakehouse.gold_tombstones`` rows of those tables;
     - ``specs``: ``table_specs.specs_frame`` of those tables;
     - ``types``: every declared column type of those tables (values compare as these);
-    - ``history``: the change log as of the version being applied, limited to the
-      family's sources (only the re-fold families read it; None otherwise).
+    - ``histories``: ``table_name``, ``_record_key``, ``h``: the sorted full history
+      (``events.sorted_history``) of every key with a new event, as of the version
+      being applied: every affected key for the re-fold families, the keys of the
+      ``history: true`` tables for the others (SCD2 versions); None when not needed.
     """
 
     changes: DataFrame
@@ -27,4 +29,4 @@ class FoldInputs:
     tombstones: DataFrame
     specs: DataFrame
     types: tuple[str, ...]
-    history: DataFrame | None = None
+    histories: DataFrame | None = None
