@@ -11,17 +11,17 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-test run test drills report bench lint format dbt-run dbt-test dbt-docs clean constraints
+.PHONY: help setup setup-test setup-cluster cluster-up cluster-down cluster-run run test drills report bench lint format dbt-run dbt-test dbt-docs clean constraints
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-setup: $(SETUP_STAMP) ## create .venv, install pinned packages, fetch Spark/Kafka jars (once)
+setup: $(SETUP_STAMP) ## create .venv, install pinned packages, resolve the Spark/Kafka jars (once)
 
-$(SETUP_STAMP): pyproject.toml constraints.txt scripts/fetch_jars.sh scripts/fetch_kafka_broker.sh tools/kafka/pom.xml
+$(SETUP_STAMP): pyproject.toml constraints.txt scripts/fetch_jars.sh pyspark_jobs/jars.py scripts/fetch_kafka_broker.sh tools/kafka/pom.xml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,thrift]'
 	VENV=$(VENV) bash scripts/fetch_jars.sh
 	bash scripts/fetch_kafka_broker.sh
 	@mkdir -p $(dir $@) && touch $@
@@ -29,8 +29,22 @@ $(SETUP_STAMP): pyproject.toml constraints.txt scripts/fetch_jars.sh scripts/fet
 run: setup ## run the whole pipeline on the bundled samples (data/samples)
 	$(BIN)/lakehouse run
 
-setup-test: setup ## also install what the tests need beyond Python (headless Chromium)
+setup-test: setup setup-cluster ## also install what the tests need beyond Python (headless Chromium, PostgreSQL)
 	bash scripts/install_chromium.sh
+
+setup-cluster: setup ## install Debian's PostgreSQL server for the loopback cluster's metastore
+	bash scripts/install_postgres.sh
+
+CLUSTER_DIR ?= $(CURDIR)/.cache/cluster
+CLUSTER_LAKE ?= file://$(CURDIR)/lake-cluster
+cluster-up: setup-cluster ## start PostgreSQL, a Spark master, 2 workers and a Thrift Server on loopback
+	$(BIN)/python scripts/cluster.py start --dir $(CLUSTER_DIR) --lake-root $(CLUSTER_LAKE)
+
+cluster-run: setup ## run the pipeline on the cluster of `make cluster-up` (silver through its Thrift Server)
+	set -a && . $(CLUSTER_DIR)/cluster.env && set +a && $(BIN)/lakehouse run
+
+cluster-down: ## stop everything `make cluster-up` started (nothing is left running)
+	$(BIN)/python scripts/cluster.py stop --dir $(CLUSTER_DIR)
 
 test: setup-test ## run the test suite
 	$(BIN)/python -m pytest
@@ -70,4 +84,4 @@ constraints: ## regenerate constraints.txt from the current venv
 	  $(BIN)/pip freeze --exclude-editable | grep -v '^cdc-lakehouse'; } > constraints.txt
 
 clean: ## delete the lake (tables, checkpoints, reports) and dbt output; keeps the set-up
-	rm -rf lake target logs
+	rm -rf lake lake-cluster lake-local target logs

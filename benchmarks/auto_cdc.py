@@ -25,6 +25,7 @@ from benchmarks.child import Params, child_env, run_part, start_part
 from benchmarks.compare import differences
 from benchmarks.debezium_changes import USER_COLUMNS
 from benchmarks.rss import RssSampler
+from pyspark_jobs.jars import local_jars
 from pyspark_jobs.settings import Settings
 
 FLOW = Path(__file__).with_name("auto_cdc_flow.py")
@@ -77,7 +78,12 @@ def try_auto_cdc(debezium_landing: str, ours: str, folder: str) -> dict[str, Any
             }
         )
     )
-    conf = {**SUBMIT_CONF, "spark.sql.warehouse.dir": str(warehouse)}
+    conf = {
+        **SUBMIT_CONF,
+        "spark.sql.warehouse.dir": str(warehouse),
+        # Delta's jars: the ones `make setup` resolved, as every session of the project.
+        "spark.jars": ",".join(local_jars()),
+    }
     command = [str(Path(sys.executable).with_name("spark-pipelines"))]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]

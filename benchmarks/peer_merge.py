@@ -21,7 +21,7 @@ from benchmarks.child import Params, run_part
 from benchmarks.compare import differences
 from benchmarks.debezium_changes import LANDING_SCHEMA, USER_COLUMNS, user_changes
 from benchmarks.rss import RssSampler
-from pyspark_jobs.settings import Settings
+from pyspark_jobs.settings import Settings, join_location
 
 TARGET = "peer.users"
 
@@ -62,7 +62,7 @@ def measure(
         spark.readStream.schema(LANDING_SCHEMA)
         .json(params["landing"])
         .writeStream.foreachBatch(_merge_latest(spark))
-        .option("checkpointLocation", str(settings.checkpoint_dir / "peer"))
+        .option("checkpointLocation", join_location(settings.checkpoint_dir, "peer"))
         .trigger(availableNow=True)
         .start()
     )

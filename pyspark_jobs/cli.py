@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from pyspark_jobs.config import ConfigError, LakehouseConfig, load_config
 from pyspark_jobs.locks import LockBusy
-from pyspark_jobs.settings import Settings
+from pyspark_jobs.settings import Settings, SettingsError
 
 EXIT_FAILED, EXIT_USAGE, EXIT_BUSY = 1, 2, 3
 
@@ -29,7 +29,12 @@ class Context:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.settings = Settings.from_env().with_overrides(
-            lake_root=args.lake_root, master=args.master, config_path=args.config
+            lake_root=args.lake_root,
+            master=args.master,
+            config_path=args.config,
+            spark_defaults=args.spark_defaults,
+            conf=args.conf or (),
+            dbt_target=args.dbt_target,
         )
         self.config: LakehouseConfig = load_config(self.settings.config_path)
         self._spark = None
@@ -69,12 +74,13 @@ def _stop_on_signals() -> threading.Event:
 def cmd_ingest(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.bronze.ingest import chosen_sources, ingest, ingest_locks
 
-    # The lock comes before the Spark session: a second ingest refuses at once instead of
-    # booting a JVM that would block on the embedded metastore.
+    # Host locks come before the Spark session: a second ingest refuses at once instead of
+    # booting a JVM that would block on the embedded metastore. (Lake locks are rows of a
+    # Delta table: they start the session.)
     sources = chosen_sources(ctx.config, args.source or ())
     # --every ends after the batch in flight.
     stop = _stop_on_signals() if args.every is not None else threading.Event()
-    with ingest_locks(ctx.settings, sources):
+    with ingest_locks(ctx.settings, sources, lambda: ctx.spark):
         reports = ingest(
             ctx.spark,
             ctx.settings,
@@ -116,10 +122,12 @@ def cmd_gold(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.bronze.ingest import chosen_sources, ingest_locks
-    from pyspark_jobs.pipeline import run_continuously, run_pipeline
 
-    # As for ingest: refuse a concurrent run before booting a JVM on the same metastore.
-    with ingest_locks(ctx.settings, chosen_sources(ctx.config)):
+    # As for ingest: refuse a concurrent run before booting a JVM on the same metastore
+    # (and before importing the layers: Great Expectations alone takes seconds).
+    with ingest_locks(ctx.settings, chosen_sources(ctx.config), lambda: ctx.spark):
+        from pyspark_jobs.pipeline import run_continuously, run_pipeline
+
         if args.every is None:
             return run_pipeline(ctx.spark, ctx.settings, ctx.config, log=_log, take_locks=False)
         return run_continuously(
@@ -139,7 +147,7 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.run_summary import RunSummary, format_summary
 
     summary = RunSummary(command=f"validate --layer {args.layer}")
-    gate = run_gate(ctx.spark, ctx.settings, ctx.config, args.layer)
+    gate = run_gate(ctx.spark, ctx.settings, ctx.config, args.layer, run_name=summary.run_id)
     summary.gates[args.layer] = gate.as_dict()
     summary.timings[f"{args.layer} gate"] = gate.seconds
     summary.finish("succeeded" if gate.success else f"stopped by the {args.layer} gate")
@@ -175,14 +183,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--lake-root",
-        help="folder of the lake: tables, metastore, checkpoints, reports "
-        "(env LAKEHOUSE_ROOT; default ./lake in the repo)",
+        help="the lake: a folder (tables, metastore, checkpoints, reports) or a URI such as "
+        "file:///srv/lake or s3a://bucket/lake (env LAKEHOUSE_ROOT; default ./lake in the repo)",
     )
     parser.add_argument(
         "--master", help="Spark master URL (env LAKEHOUSE_SPARK_MASTER; default local[*])"
     )
     parser.add_argument(
         "--config", help="sources file (env LAKEHOUSE_CONFIG; default config/sources.yml)"
+    )
+    parser.add_argument(
+        "--spark-defaults",
+        metavar="FILE",
+        help="Spark settings in spark-defaults form ('spark.KEY VALUE' lines; ${VAR} is read "
+        "from the environment), over the project's own (env LAKEHOUSE_SPARK_DEFAULTS)",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a Spark setting, over the project's and the --spark-defaults file's (repeatable)",
+    )
+    parser.add_argument(
+        "--dbt-target",
+        metavar="NAME",
+        help="target of the committed dbt profile for the silver build: local (in-process, "
+        "default) or thrift (a Spark Thrift Server) (env LAKEHOUSE_DBT_TARGET)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -288,6 +314,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = handler(ctx, args)
     except ConfigError as exc:
         print(f"lakehouse: config error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SettingsError as exc:
+        print(f"lakehouse: settings error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except LockBusy as exc:
         print(f"lakehouse: {exc}", file=sys.stderr)

@@ -1,12 +1,49 @@
-"""Advisory file locks so two runs of the same job on the same data refuse to overlap."""
+"""Locks so two runs of the same job on the same data refuse to overlap.
+
+Two kinds, chosen by ``Settings.lock_mode``:
+
+``host`` (a lake folder: the embedded default)
+    An advisory ``fcntl`` lock on a file in the driver's ``_state/locks``. Taken before
+    Spark starts, so a second run refuses before it boots a JVM that would block on the
+    embedded Derby metastore. The kernel drops it when the holder dies, even by
+    ``kill -9``. It only excludes processes of the same host.
+
+``lake`` (a lake URI, or ``LAKEHOUSE_LOCKS=lake``: hosts that share the lake)
+    A row per lock name in a Delta table in the lake (``<lake>/_state/lake_locks``),
+    taken by a MERGE: a row is free when it is absent, released, or its lease has
+    expired. Delta commits are optimistic: two hosts that take the same lock at once
+    both read the table, both MERGE, and only one commit wins; the other fails with a
+    concurrent-modification error, reads again and finds the winner's row. So the lock
+    holds wherever Delta's own concurrent writes are safe, the same condition the
+    pipeline's tables already need (on S3: Delta's DynamoDB log store; docs/deploy.md).
+    A holder renews its lease from a thread; a holder that dies leaves a row that
+    expires after ``Settings.lock_lease_seconds`` (default 10 minutes).
+"""
 
 from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from pyspark_jobs.settings import Settings
+
+LAKE_LOCK_SCHEMA = (
+    "name string, holder string, host string, pid int, acquired_at_ms bigint, expires_at_ms bigint"
+)
+# Attempts at a lake lock MERGE that lost a race before giving up (each loser re-reads and
+# usually finds the winner's row at once, so this is only reached by a storm of releases).
+_MERGE_ATTEMPTS = 8
 
 
 class LockBusy(RuntimeError):
@@ -33,3 +70,172 @@ def exclusive_lock(path: Path, what: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+class LakeLock:
+    """Locks named ``names`` as rows of the Delta table at ``location``, held together.
+
+    >>> lock = LakeLock(spark, "s3a://bucket/lake/_state/lake_locks", ["ingest-orders"],
+    ...                 lease_seconds=600, what=lambda n: n)  # doctest: +SKIP
+    >>> lock.acquire(); ...; lock.release()                     # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        location: str,
+        names: Sequence[str],
+        lease_seconds: float,
+        what: Callable[[str], str],
+        holder: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.spark = spark
+        self.location = location
+        self.names = sorted(set(names))
+        self.lease_ms = int(lease_seconds * 1000)
+        self.what = what
+        self.holder = holder or uuid.uuid4().hex
+        self.clock = clock
+
+    def _table(self):  # -> DeltaTable
+        from delta.exceptions import DeltaConcurrentModificationException
+        from delta.tables import DeltaTable
+
+        try:
+            return (
+                DeltaTable.createIfNotExists(self.spark)
+                .location(self.location)
+                .addColumns(LAKE_LOCK_SCHEMA)
+                .execute()
+            )
+        except DeltaConcurrentModificationException:
+            # Another host created it at the same moment.
+            return DeltaTable.forPath(self.spark, self.location)
+
+    def _rows(self, table) -> list:  # noqa: ANN001 - DeltaTable
+        from pyspark.sql import functions as F
+
+        return table.toDF().where(F.col("name").isin(self.names)).collect()
+
+    def _busy(self, rows: list, now_ms: int) -> list:
+        return [r for r in rows if r.holder != self.holder and r.expires_at_ms > now_ms]
+
+    def _refuse(self, busy: list) -> LockBusy:
+        row = busy[0]
+        return LockBusy(
+            f"{self.what(row.name)} is already running (host {row.host}, pid {row.pid}, "
+            f"lake lock {self.location})"
+        )
+
+    def acquire(self) -> None:
+        """Take every name, or raise ``LockBusy`` naming a live holder; all or none."""
+        from delta.exceptions import DeltaConcurrentModificationException
+        from pyspark.sql import functions as F
+
+        table = self._table()
+        for _ in range(_MERGE_ATTEMPTS):
+            now_ms = int(self.clock() * 1000)
+            busy = self._busy(self._rows(table), now_ms)
+            if busy:
+                raise self._refuse(busy)
+            host, pid, expires_ms = socket.gethostname(), os.getpid(), now_ms + self.lease_ms
+            mine = self.spark.createDataFrame(
+                [(n, self.holder, host, pid, now_ms, expires_ms) for n in self.names],
+                LAKE_LOCK_SCHEMA,
+            )
+            free = (F.col("t.expires_at_ms") <= F.lit(now_ms)) | (
+                F.col("t.holder") == F.lit(self.holder)
+            )
+            try:
+                (
+                    table.alias("t")
+                    .merge(mine.alias("s"), "t.name = s.name")
+                    .whenMatchedUpdateAll(condition=free)
+                    .whenNotMatchedInsertAll()
+                    .execute()
+                )
+            except DeltaConcurrentModificationException:
+                continue  # another host committed first: read again
+            rows = self._rows(table)
+            if all(r.holder == self.holder for r in rows) and len(rows) == len(self.names):
+                return
+            # Cannot happen while Delta detects the conflict; never hold half the names.
+            self.release()
+            raise self._refuse(self._busy(rows, now_ms) or rows)
+        raise LockBusy(f"{self.what(self.names[0])}: lake lock {self.location} stays contended")
+
+    def renew(self) -> None:
+        """Push the lease of the held names forward (the holder's heartbeat)."""
+        from delta.exceptions import DeltaConcurrentModificationException
+        from pyspark.sql import functions as F
+
+        table = self._table()
+        expires = int(self.clock() * 1000) + self.lease_ms
+        # Another lock changing at the same moment makes this beat fail: the next renews.
+        with suppress(DeltaConcurrentModificationException):
+            table.update(
+                condition=(F.col("holder") == F.lit(self.holder)) & F.col("name").isin(self.names),
+                set={"expires_at_ms": F.lit(expires)},
+            )
+
+    def release(self) -> None:
+        """Delete the rows this holder has (rows taken over by others stay)."""
+        from delta.exceptions import DeltaConcurrentModificationException
+        from pyspark.sql import functions as F
+
+        table = self._table()
+        condition = (F.col("holder") == F.lit(self.holder)) & F.col("name").isin(self.names)
+        for _ in range(_MERGE_ATTEMPTS):
+            try:
+                table.delete(condition)
+                return
+            except DeltaConcurrentModificationException:
+                continue
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Acquire, renew every third of the lease from a thread, release at the end."""
+        self.acquire()
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(self.lease_ms / 3000):
+                # A failed beat (storage hiccup) is retried at the next one.
+                with suppress(Exception):
+                    self.renew()
+
+        heartbeat = threading.Thread(target=beat, name="lake-lock-heartbeat", daemon=True)
+        heartbeat.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            heartbeat.join()
+            self.release()
+
+
+@contextmanager
+def named_locks(
+    settings: Settings,
+    names: Sequence[str],
+    what: Callable[[str], str],
+    spark: Callable[[], SparkSession],
+) -> Iterator[None]:
+    """Hold every lock of ``names`` the way ``settings.lock_mode`` says, or raise
+    ``LockBusy`` at once.
+
+    ``spark`` gives the session on demand: host locks never call it, so they are taken
+    before a JVM starts.
+    """
+    if settings.lock_mode == "host":
+        with ExitStack() as locks:
+            for name in names:
+                locks.enter_context(
+                    exclusive_lock(settings.state_dir / "locks" / f"{name}.lock", what(name))
+                )
+            yield
+        return
+    lock = LakeLock(spark(), settings.lock_table_location, names, settings.lock_lease_seconds, what)
+    with lock.held():
+        yield

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from pyspark_jobs.jars import local_jars
 from pyspark_jobs.settings import Settings
 
+# Settings that say where the JVM packages come from: when the settings given from
+# outside name any of them, the project's resolved local jars are not added.
+_JAR_SOURCES = ("spark.jars", "spark.jars.packages")
 
-def spark_conf(settings: Settings) -> dict[str, str]:
-    """The Spark settings that make a table written by a job the same table dbt sees.
+
+def project_conf(settings: Settings) -> dict[str, str]:
+    """The project's own Spark settings: the same tables for jobs and dbt, embedded Derby.
 
     The committed dbt profile (``profiles.yml``) repeats these for analysts' own
     ``dbt run``; ``tests/test_session.py`` keeps the two in step.
@@ -17,7 +22,7 @@ def spark_conf(settings: Settings) -> dict[str, str]:
     return {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.sql.warehouse.dir": str(settings.warehouse_dir),
+        "spark.sql.warehouse.dir": settings.warehouse_dir,
         "spark.hadoop.javax.jdo.option.ConnectionURL": metastore_url,
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
@@ -32,11 +37,27 @@ def spark_conf(settings: Settings) -> dict[str, str]:
         "spark.databricks.delta.snapshotPartitions": "2",
         # Derby writes derby.log into the working directory unless told otherwise.
         "spark.driver.extraJavaOptions": (
-            f"-Dderby.stream.error.file={settings.lake_root / 'derby.log'}"
+            f"-Dderby.stream.error.file={settings.local_dir / 'derby.log'}"
         ),
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
     }
+
+
+def spark_conf(settings: Settings) -> dict[str, str]:
+    """Every Spark setting of the session: the project's, then the ones given from
+    outside (spark-defaults file, ``--conf``), which win.
+
+    The JVM packages (Delta, the Kafka source, the metastore's JDBC driver) are the jars
+    ``make setup`` resolved into the project cache, unless the outside settings say
+    where they come from (a cluster names ``spark.jars.packages``; ``pyspark_jobs.jars``).
+    """
+    conf = project_conf(settings)
+    outside = dict(settings.extra_conf)
+    if not any(key in outside for key in _JAR_SOURCES):
+        conf["spark.jars"] = ",".join(local_jars())
+    conf.update(outside)
+    return conf
 
 
 def get_spark(settings: Settings, app_name: str = "cdc-lakehouse") -> SparkSession:
@@ -45,7 +66,9 @@ def get_spark(settings: Settings, app_name: str = "cdc-lakehouse") -> SparkSessi
     >>> spark = get_spark(Settings.from_env())  # doctest: +SKIP
     >>> spark.sql("show databases").show()       # doctest: +SKIP
     """
-    settings.lake_root.mkdir(parents=True, exist_ok=True)
+    # The lake itself may be remote (Spark creates its folders); the driver's own
+    # files (Derby, derby.log) are always on this host.
+    settings.local_dir.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.appName(app_name).master(settings.master)
     for key, value in spark_conf(settings).items():
         builder = builder.config(key, value)

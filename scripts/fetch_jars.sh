@@ -1,37 +1,21 @@
 #!/usr/bin/env bash
-# Fetch the JVM jars Spark needs (Delta Lake, the Kafka source) from Maven Central once,
-# into .cache/jars, and put them on the venv's Spark classpath (pyspark/jars) so that every
-# SparkSession of this venv -- jobs, tests and an analyst's own `dbt run` -- has them
-# without downloading anything at run time.
+# Resolve the JVM packages Spark needs (Delta Lake, the Kafka source, PostgreSQL's JDBC
+# driver for a shared metastore) by their Maven coordinates, once, into the project's Ivy
+# cache (.cache/ivy), with Spark's own resolver: `python -m pyspark_jobs.jars`, where the
+# coordinates are listed. Every session of the project then takes the resolved jars from
+# there (spark.jars), and a cluster takes the same coordinates (spark.jars.packages with
+# spark.jars.ivy on this cache): nothing downloads at run time.
 #
-# Delta's Maven release for this Spark line is 4.4.0; the delta-spark 4.4.1 wheel on PyPI is
-# the Python API only and works with it.
-# Fetched with `mvn dependency:copy` (no transitive deps: Spark already ships Scala, etc.).
+# Earlier set-ups copied these jars into the venv's pyspark/jars, which a cluster's
+# executors never see; those copies are removed, so that every session proves it gets its
+# jars from the settings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
-JARS_DIR=.cache/jars
-ARTIFACTS=(
-  io.delta:delta-spark_4.2_2.13:4.4.0
-  io.delta:delta-storage:4.4.0
-  org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0
-  # 4.0.0 is the newest token-provider release Maven Central serves; its two classes are
-  # unchanged API for the 4.2 Kafka source.
-  org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0
-  org.apache.kafka:kafka-clients:3.9.2
-  org.apache.commons:commons-pool2:2.13.1
-)
-mkdir -p "$JARS_DIR"
-for artifact in "${ARTIFACTS[@]}"; do
-  IFS=: read -r group name version <<<"$artifact"
-  jar="$JARS_DIR/$name-$version.jar"
-  if [ ! -s "$jar" ]; then
-    echo "fetching $artifact"
-    mvn -q -B dependency:copy -Dartifact="$artifact" -DoutputDirectory="$JARS_DIR" >/dev/null
-  fi
-done
+SPARK_LOCAL_IP=${SPARK_LOCAL_IP:-127.0.0.1} "$VENV/bin/python" -m pyspark_jobs.jars
 spark_jars=$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
-for jar in "$JARS_DIR"/*.jar; do
-  cp -f "$jar" "$spark_jars/"
+for old in delta-spark_4.2_2.13-4.4.0.jar delta-storage-4.4.0.jar \
+    spark-sql-kafka-0-10_2.13-4.2.0.jar spark-token-provider-kafka-0-10_2.13-4.0.0.jar \
+    kafka-clients-3.9.2.jar commons-pool2-2.13.1.jar; do
+  rm -f "$spark_jars/$old"
 done
-echo "jars ready in $JARS_DIR"

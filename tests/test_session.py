@@ -25,6 +25,10 @@ def test_profile_uses_the_session_factory_settings():
         k: str(v).replace("{{ env_var('LAKEHOUSE_ROOT', 'lake') }}", str(lake))
         for k, v in params.items()
     }
+    # dbt runs from the repo root: the profile names the jars relative to it.
+    rendered["spark.jars"] = ",".join(
+        str(PROJECT_ROOT / jar) for jar in rendered["spark.jars"].split(",")
+    )
     expected = {
         k: v
         for k, v in spark_conf(

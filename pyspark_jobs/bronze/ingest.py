@@ -13,7 +13,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -33,8 +32,9 @@ from pyspark_jobs.bronze.tables import (
     ensure_bronze_tables,
 )
 from pyspark_jobs.config import LakehouseConfig, Source
-from pyspark_jobs.locks import exclusive_lock
-from pyspark_jobs.settings import Settings
+from pyspark_jobs.locks import named_locks
+from pyspark_jobs.settings import Settings, join_location
+from pyspark_jobs.storage import read_text, write_once
 
 __all__ = ["LandingError", "SourceIngest", "ingest", "ingest_locks"]
 
@@ -46,37 +46,44 @@ class LandingError(RuntimeError):
     """A source's landing folder cannot be used."""
 
 
-def _app_id(checkpoint: Path) -> str:
+def _app_id(spark: SparkSession, checkpoint: str) -> str:
     """A stable id for the checkpoint, used as Delta's ``txnAppId``.
 
     It lives inside the checkpoint: resetting the checkpoint resets the id too, so a
     re-read from scratch is written rather than silently skipped as already committed.
-    Written to a temporary file and renamed, so a kill never leaves an empty id behind.
+    Written whole or not at all (``storage.write_once``), so a kill never leaves an empty
+    id behind.
     """
-    checkpoint.mkdir(parents=True, exist_ok=True)
-    id_file = checkpoint / "lakehouse_app_id"
-    if not id_file.exists():
-        tmp = checkpoint / f".lakehouse_app_id.{os.getpid()}"
-        tmp.write_text(uuid.uuid4().hex)
-        os.replace(tmp, id_file)
-    return id_file.read_text().strip()
+    id_file = join_location(checkpoint, "lakehouse_app_id")
+    write_once(spark, id_file, uuid.uuid4().hex)
+    text = read_text(spark, id_file)
+    assert text is not None
+    return text.strip()
 
 
 @contextmanager
-def ingest_locks(settings: Settings, sources: Sequence[Source]) -> Iterator[None]:
+def ingest_locks(
+    settings: Settings,
+    sources: Sequence[Source],
+    spark: Callable[[], SparkSession] | None = None,
+) -> Iterator[None]:
     """Hold every chosen source's ingest lock, or raise ``LockBusy`` at once.
 
-    Taken before the Spark session starts (see ``cli.cmd_ingest``): the embedded Derby
-    metastore admits one JVM, so a second ingest must refuse before it boots one.
+    With host locks (a lake folder) they are taken before the Spark session starts (see
+    ``cli.cmd_ingest``): the embedded Derby metastore admits one JVM, so a second ingest
+    must refuse before it boots one. Lake locks (hosts sharing the lake) are rows of a
+    Delta table, so they need the session: ``spark`` gives it on demand.
     """
-    with ExitStack() as locks:
-        for source in sources:
-            locks.enter_context(
-                exclusive_lock(
-                    settings.state_dir / "locks" / f"ingest-{source.name}.lock",
-                    f"an ingest of source {source.name!r}",
-                )
-            )
+
+    def no_session() -> SparkSession:
+        raise RuntimeError("lake locks need a Spark session: pass spark to ingest_locks")
+
+    with named_locks(
+        settings,
+        [f"ingest-{source.name}" for source in sources],
+        lambda name: f"an ingest of source {name.removeprefix('ingest-')!r}",
+        spark or no_session,
+    ):
         yield
 
 
@@ -200,17 +207,17 @@ def ingest(
     reports = [SourceIngest(s.name) for s in sources]
     with ExitStack() as stack:
         if take_locks:
-            stack.enter_context(ingest_locks(settings, sources))
+            stack.enter_context(ingest_locks(settings, sources, lambda: spark))
         ensure_bronze_tables(spark)
         started: list[tuple[StreamingQuery, SourceIngest]] = []
         try:
             for source, report in zip(sources, reports, strict=True):
-                checkpoint = settings.checkpoint_dir / "bronze" / source.name
+                checkpoint = join_location(settings.checkpoint_dir, "bronze", source.name)
                 writer = (
                     _stream(spark, source, max_per_batch)
                     .writeStream.queryName(f"bronze_{source.name}")
-                    .option("checkpointLocation", str(checkpoint))
-                    .foreachBatch(_batch_writer(source, _app_id(checkpoint), report))
+                    .option("checkpointLocation", checkpoint)
+                    .foreachBatch(_batch_writer(source, _app_id(spark, checkpoint), report))
                 )
                 if every_seconds is None:
                     writer = writer.trigger(availableNow=True)

@@ -1,8 +1,10 @@
-"""Run dbt in-process, inside the pipeline's SparkSession.
+"""Run dbt in-process, inside the pipeline's SparkSession or through a Thrift Server.
 
-dbt-spark's ``session`` method calls ``SparkSession.builder.getOrCreate()``, which returns
-the session already running in this process: one JVM, one Derby metastore connection,
-and no second start-up cost.
+With the profile's ``local`` target (the default), dbt-spark's ``session`` method calls
+``SparkSession.builder.getOrCreate()``, which returns the session already running in this
+process: one JVM, one Derby metastore connection, and no second start-up cost. With
+``thrift`` (``Settings.dbt_target``), the models are built by the Spark Thrift Server of a
+cluster, which shares the metastore with the jobs.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ class DbtResult:
 
 
 def run_dbt(settings: Settings, args: Sequence[str]) -> DbtResult:
-    """Invoke ``dbt <args>`` on the project with the committed profile.
+    """Invoke ``dbt <args>`` on the project with the committed profile and the target
+    of ``settings.dbt_target``.
 
     Raises ``DbtFailed`` naming the nodes that failed.
     """
@@ -38,13 +41,15 @@ def run_dbt(settings: Settings, args: Sequence[str]) -> DbtResult:
     full_args = [
         *args,
         "--target-path",
-        str(settings.lake_root / "dbt" / "target"),
+        str(settings.dbt_dir / "target"),
         "--log-path",
-        str(settings.lake_root / "dbt" / "logs"),
+        str(settings.dbt_dir / "logs"),
         "--project-dir",
         str(PROJECT_ROOT),
         "--profiles-dir",
         str(PROJECT_ROOT),
+        "--target",
+        settings.dbt_target,
     ]
     result = dbtRunner().invoke(full_args)
     statuses: dict[str, str] = {}

@@ -1,0 +1,80 @@
+"""Small files in the lake, wherever it is: a local folder, or any Hadoop file system URI.
+
+A local path is read and written with Python; a URI (``file://``, ``s3a://``,
+``abfss://``, ``gs://``) through the session's Hadoop ``FileSystem``, with the same
+connectors and credentials Spark uses for the tables.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from pyspark_jobs.settings import is_uri
+
+
+def _hadoop_fs(spark: SparkSession, location: str) -> tuple[Any, Any]:
+    """The Hadoop ``FileSystem`` and ``Path`` of a URI (through the session's JVM)."""
+    jvm: Any = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(location)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+def read_text(spark: SparkSession, location: str) -> str | None:
+    """The file's text, or None when there is no such file."""
+    if not is_uri(location):
+        try:
+            return Path(location).read_text()
+        except FileNotFoundError:
+            return None
+    fs, path = _hadoop_fs(spark, location)
+    if not fs.exists(path):
+        return None
+    jvm: Any = spark.sparkContext._jvm
+    stream = fs.open(path)
+    try:
+        data = jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+    finally:
+        stream.close()
+    return bytes(data).decode()
+
+
+def write_once(spark: SparkSession, location: str, text: str) -> bool:
+    """Create the file with ``text`` unless it exists; whether this call created it.
+
+    The file appears whole or not at all: a local one is written aside and linked in
+    (``link`` fails when the name exists); a remote one is one object written by
+    ``create(overwrite=false)`` and visible when closed.
+    """
+    if not is_uri(location):
+        target = Path(location)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            return False
+        aside = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}")
+        aside.write_text(text)
+        try:
+            os.link(aside, target)
+        except FileExistsError:
+            return False
+        finally:
+            aside.unlink()
+        return True
+    fs, path = _hadoop_fs(spark, location)
+    if fs.exists(path):
+        return False
+    try:
+        stream = fs.create(path, False)
+    except Exception as exc:  # noqa: BLE001 - py4j wraps FileAlreadyExistsException
+        if "FileAlreadyExistsException" in str(exc):
+            return False
+        raise
+    try:
+        stream.write(bytearray(text.encode()))
+    finally:
+        stream.close()
+    return True
