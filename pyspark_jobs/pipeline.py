@@ -117,7 +117,7 @@ def run_pipeline(
             summary.layers[layer] = build()
             summary.timings[layer] = time.time() - started
             log(f"{layer} gate: validating")
-            gate = run_gate(spark, settings, config, layer)
+            gate = run_gate(spark, settings, config, layer, run_name=summary.run_id)
             summary.gates[layer] = gate.as_dict()
             summary.timings[f"{layer} gate"] = gate.seconds
             if not gate.success:

@@ -1,13 +1,14 @@
 """The committed gate definitions: ``expectations/gates.yml`` and ``expectations/suites/``.
 
-Suites are GX 1.x suite JSON kept in git; ``gates.yml`` names each layer's checkpoints,
-their suite and the frame they validate. Everything is checked here, so a typo fails the
-gate (closed) instead of silently validating less.
+Suites are GX 1.x suite JSON kept in git; ``gates.yml`` names each layer's checkpoint, its
+suite, the summary frame it validates and the frame's data asset name. Everything is
+checked here, so a typo fails the gate (closed) instead of silently validating less.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,20 @@ class GateDefinitionError(ValueError):
 
 @dataclass(frozen=True)
 class CheckpointSpec:
-    """One checkpoint of a layer: a suite and the frame it validates."""
+    """A layer's checkpoint: a suite and the summary frame it validates.
+
+    ``index`` names the frame's row key (``source`` or ``table``); ``asset`` is the GX
+    data asset name (what the frame summarises); ``vocabularies`` are the allowed values
+    the frame counts against (the suite's ``meta.vocabularies``: column -> values).
+    """
 
     layer: str
     name: str
     suite: dict[str, Any]
     frame: str
     index: tuple[str, ...] = field(default_factory=tuple)
+    asset: str = ""
+    vocabularies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _load_suite(path: Path) -> dict[str, Any]:
@@ -49,29 +57,43 @@ def _load_suite(path: Path) -> dict[str, Any]:
     return suite
 
 
-def load_gate(layer: str, root: Path = EXPECTATIONS_DIR) -> list[CheckpointSpec]:
-    """The checkpoints of one layer's gate, with their suites, as committed."""
+def _vocabularies(path: Path, suite: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    raw = (suite.get("meta") or {}).get("vocabularies", {})
+    ok = isinstance(raw, dict) and all(
+        isinstance(v, list) and v and all(isinstance(x, str) for x in v) for v in raw.values()
+    )
+    if not ok:
+        raise GateDefinitionError(
+            f"{path}: meta.vocabularies: expected column -> non-empty list of strings"
+        )
+    return {column: tuple(values) for column, values in raw.items()}
+
+
+def load_checkpoint(layer: str, root: Path = EXPECTATIONS_DIR) -> CheckpointSpec:
+    """The checkpoint of one layer's gate, with its suite, as committed."""
     if layer not in LAYERS:
         raise GateDefinitionError(f"unknown layer {layer!r}: expected one of {', '.join(LAYERS)}")
     gates_file = root / "gates.yml"
     gates = yaml.safe_load(gates_file.read_text())
-    entries = gates.get(layer) if isinstance(gates, dict) else None
-    if not isinstance(entries, list) or not entries:
-        raise GateDefinitionError(f"{gates_file}: {layer}: expected a list of checkpoints")
-    specs = []
-    for i, entry in enumerate(entries):
-        missing = {"checkpoint", "suite", "frame"} - set(entry)
-        if missing:
-            raise GateDefinitionError(
-                f"{gates_file}: {layer}[{i}]: missing {', '.join(sorted(missing))}"
-            )
-        specs.append(
-            CheckpointSpec(
-                layer=layer,
-                name=entry["checkpoint"],
-                suite=_load_suite(root / "suites" / f"{entry['suite']}.json"),
-                frame=entry["frame"],
-                index=tuple(entry.get("index", ())),
-            )
-        )
-    return specs
+    entry = gates.get(layer) if isinstance(gates, dict) else None
+    if not isinstance(entry, dict):
+        raise GateDefinitionError(f"{gates_file}: {layer}: expected a checkpoint (a mapping)")
+    missing = {"checkpoint", "suite", "frame", "asset", "index"} - set(entry)
+    if missing:
+        raise GateDefinitionError(f"{gates_file}: {layer}: missing {', '.join(sorted(missing))}")
+    suite_path = root / "suites" / f"{entry['suite']}.json"
+    suite = _load_suite(suite_path)
+    return CheckpointSpec(
+        layer=layer,
+        name=entry["checkpoint"],
+        suite=suite,
+        frame=entry["frame"],
+        index=tuple(entry["index"]),
+        asset=entry["asset"],
+        vocabularies=_vocabularies(suite_path, suite),
+    )
+
+
+def load_gate(layer: str, root: Path = EXPECTATIONS_DIR) -> list[CheckpointSpec]:
+    """A layer's gate as a list of checkpoints: one per layer (one summary frame)."""
+    return [load_checkpoint(layer, root)]

@@ -1,67 +1,187 @@
-"""The DataFrames the gates validate: lean projections of the tables, and reconciliations.
+"""The summary frames the gates validate: one small row per source (bronze, silver) or per
+gold table, holding every count a layer's checks need.
 
-Reconciliations span tables, so GX cannot express them as one expectation; they are
-computed here in Spark into one small row per source (or per gold table) and GX validates
-those numbers. The transforms take DataFrames and return DataFrames; only
+Each layer's gate reads the tables it guards once, in one Spark query, and reduces them to
+these few rows; GX then checks the numbers. Reconciliations span tables, so GX could not
+express them as expectations anyway, and a check on whole tables costs GX several Spark
+jobs per expectation, while counting everything in one query costs one pass.
+
+Every count is over whole tables, never "this run's rows": a gate that failed and was
+re-run without new data would otherwise validate nothing and let the bad data through.
+Counts are never null (a null passes GX's range checks, which skip nulls).
+
+The transforms take DataFrames and plain values and return DataFrames; only
 ``build_frame`` reads tables.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.tables import QUARANTINE_TABLE, RAW_TABLE
 from pyspark_jobs.config import Entity, LakehouseConfig, Source
 from pyspark_jobs.gold.staging import PENDING_TABLE, STATE
-from pyspark_jobs.gold.tables import TOMBSTONES_TABLE, gold_columns, gold_table_name
+from pyspark_jobs.gold.tables import (
+    GOLD_SCHEMA,
+    REJECTS_TABLE,
+    TOMBSTONES_TABLE,
+    gold_columns,
+    gold_table_name,
+)
 from pyspark_jobs.quality.definitions import CheckpointSpec
 
 CHANGE_LOG = "silver.change_log"
 REJECTS = "silver.change_log_rejects"
 POSITION = ("source", "topic", "partition", "offset")
+# A bronze record's coordinates: none of them may be null.
+COORDINATES = ("source", "format", "topic", "partition", "offset")
+# How many offending values a summary row keeps to name in a failure (they are examples:
+# the count is the check).
+EXAMPLES = 3
 
 
 def _rate(part: Column, whole: Column) -> Column:
     return F.when(whole > 0, part / whole).otherwise(F.lit(0.0))
 
 
-def _sources(spark: SparkSession, config: LakehouseConfig) -> DataFrame:
-    """Every configured source, so a source with no records still gets its row."""
-    return spark.createDataFrame([(s.name,) for s in config.sources], "source string")
+def _any(conditions: list[Column]) -> Column:
+    return functools.reduce(lambda a, b: a | b, conditions)
+
+
+def _examples(values: Column) -> Column:
+    """At most ``EXAMPLES`` distinct values of an aggregate's rows, sorted (stable output)."""
+    return F.slice(F.array_sort(F.collect_set(values)), 1, EXAMPLES)
+
+
+def _merged_examples(arrays: Column) -> Column:
+    """The examples of several partial aggregates, merged and cut again."""
+    return F.slice(F.array_sort(F.array_distinct(F.flatten(F.collect_list(arrays)))), 1, EXAMPLES)
+
+
+def _per_source(
+    sources: DataFrame, parts: list[DataFrame], counts: list[str], examples: list[str]
+) -> DataFrame:
+    """One row per source from partial per-source aggregates: every configured source gets
+    its row (a source with no data counts 0), and a source the data names but config does
+    not gets one too. Unions and a group-by rather than joins, so a null source is one row
+    like any other."""
+    zeros = sources.select(
+        "source",
+        *(F.lit(0).cast("bigint").alias(c) for c in counts),
+        *(F.array().cast("array<string>").alias(e) for e in examples),
+    )
+    stacked = functools.reduce(
+        lambda a, b: a.unionByName(b, allowMissingColumns=True), [zeros, *parts]
+    )
+    return stacked.groupBy("source").agg(
+        *(F.coalesce(F.sum(c), F.lit(0)).cast("bigint").alias(c) for c in counts),
+        *(_merged_examples(F.coalesce(F.col(e), F.array())).alias(e) for e in examples),
+    )
 
 
 def bronze_reconciliation(sources: DataFrame, raw: DataFrame, quarantine: DataFrame) -> DataFrame:
-    """Per source: records read (landed + quarantined), quarantined, and the rate."""
-    landed = raw.groupBy("source").agg(F.count(F.lit(1)).alias("landed"))
+    """Per source: records ``read`` (landed + quarantined), ``quarantined``, the
+    ``quarantine_rate``, records with a ``null_coordinates`` (source, format, topic,
+    partition or offset), and ``duplicate_positions``: Kafka positions (source, topic,
+    partition, offset) landed more than once, with a few as ``duplicate_position_examples``.
+
+    Uniqueness is per source: a deliberate re-ingest of a topic under another source name
+    (after resetting a checkpoint), or two sources reading one topic, lands each record
+    once per source, which is not a duplicate.
+    """
+    null_coordinate = _any([F.col(c).isNull() for c in COORDINATES])
+    positions = raw.groupBy(*POSITION).agg(
+        F.count(F.lit(1)).alias("copies"),
+        F.count_if(null_coordinate).alias("null_coordinates"),
+    )
+    duplicate = (F.col("copies") > 1) & ~_any([F.col(c).isNull() for c in POSITION])
+    landed = positions.groupBy("source").agg(
+        F.sum("copies").alias("landed"),
+        F.sum("null_coordinates").alias("null_coordinates"),
+        F.count_if(duplicate).alias("duplicate_positions"),
+        _examples(F.when(duplicate, F.concat_ws("/", "topic", "partition", "offset"))).alias(
+            "duplicate_position_examples"
+        ),
+    )
     quarantined = quarantine.groupBy("source").agg(F.count(F.lit(1)).alias("quarantined"))
-    all_sources = (
-        sources.unionByName(raw.select("source"))
-        .unionByName(quarantine.select("source"))
-        .distinct()
+    counts = ["landed", "quarantined", "null_coordinates", "duplicate_positions"]
+    per_source = _per_source(
+        sources, [landed, quarantined], counts, ["duplicate_position_examples"]
     )
-    counts = (
-        all_sources.join(landed, "source", "left")
-        .join(quarantined, "source", "left")
-        .na.fill(0, ["landed", "quarantined"])
-    )
-    return counts.select(
+    read = F.col("landed") + F.col("quarantined")
+    return per_source.select(
         "source",
-        (F.col("landed") + F.col("quarantined")).alias("read"),
+        read.alias("read"),
         "quarantined",
-        _rate(F.col("quarantined"), F.col("landed") + F.col("quarantined")).alias(
-            "quarantine_rate"
+        _rate(F.col("quarantined"), read).alias("quarantine_rate"),
+        "null_coordinates",
+        "duplicate_positions",
+        "duplicate_position_examples",
+    )
+
+
+LOG_CHECKS = ("null_change_ids", "null_ops", "null_record_keys", "null_seqs")
+RECONCILIATION = ("changes", "redelivered", "rejected", "noops", "skipped", "unaccounted")
+
+
+def _outside(column: str) -> str:
+    return f"{column}_outside_vocabulary"
+
+
+def _unknown(column: str) -> str:
+    return f"unknown_{column}_values"
+
+
+def change_log_checks(log: DataFrame, vocabularies: Mapping[str, Collection[str]]) -> DataFrame:
+    """Per Kafka position of the change log (one record may yield several changes): the
+    position, the counts of its changes that break a rule, and a few offending values.
+
+    The rules: ``duplicate_change_ids`` (changes whose change_id another change of the log
+    also has), ``null_change_ids``, ``null_ops``, ``null_record_keys``, ``null_seqs``, and
+    per vocabulary ``<column>_outside_vocabulary`` (a value not in it, null included).
+    The whole log is grouped once by change_id (a window) and once by position.
+    """
+    copies = F.count(F.lit(1)).over(Window.partitionBy("change_id"))
+    annotated = log.select(
+        "source",
+        *(F.col(f"lineage.{c}").alias(c) for c in POSITION[1:]),
+        "change_id",
+        "op",
+        "record_key",
+        "seq",
+        *(F.col(c) for c in vocabularies if c not in {"op"}),
+    ).withColumn("copies", copies)
+    duplicate = F.col("change_id").isNotNull() & (F.col("copies") > 1)
+    outside = {
+        c: ~F.coalesce(F.col(c).isin(list(v)), F.lit(False)) for c, v in vocabularies.items()
+    }
+    return annotated.groupBy(*POSITION).agg(
+        F.count_if(duplicate).alias("duplicate_change_ids"),
+        _examples(F.when(duplicate, F.col("change_id"))).alias("duplicate_change_id_examples"),
+        *(
+            F.count_if(F.col(c).isNull()).alias(name)
+            for c, name in zip(("change_id", "op", "record_key", "seq"), LOG_CHECKS, strict=True)
+        ),
+        *(F.count_if(rule).alias(_outside(c)) for c, rule in outside.items()),
+        *(
+            _examples(F.when(rule, F.coalesce(F.col(c), F.lit("null")))).alias(_unknown(c))
+            for c, rule in outside.items()
         ),
     )
 
 
 def silver_reconciliation(
-    sources: DataFrame, raw: DataFrame, log: DataFrame, rejects: DataFrame
+    sources: DataFrame,
+    raw: DataFrame,
+    log: DataFrame,
+    rejects: DataFrame,
+    vocabularies: Mapping[str, Collection[str]] | None = None,
 ) -> DataFrame:
-    """Per source: where each bronze record went.
+    """Per source: where each bronze record went, and the change log's own checks.
 
     Rule (by lineage): a bronze record (source, topic, partition, offset) is accounted for
     when a change in the log carries its position (``changes``; one record may yield
@@ -71,16 +191,24 @@ def silver_reconciliation(
     Debezium message event, ``op`` m, which silver neither logs nor rejects), or its key
     and value are byte-identical to a record that is in the log (``redelivered``: the same
     message under another offset, kept once). Anything else is ``unaccounted``.
+    ``reject_rate`` = rejected / bronze records.
 
-    ``raw`` needs source, format, topic, partition, offset, key and value.
+    With the change log's checks of ``change_log_checks`` summed per source (the
+    vocabularies are column -> allowed values; ``None``: no vocabulary is checked).
+
+    ``raw`` needs source, format, topic, partition, offset, key and value; ``log`` the
+    change log's columns; ``rejects`` source and lineage.
     """
-
-    def positions(frame: DataFrame, flag: str) -> DataFrame:
-        return frame.select(
-            "source",
-            *(F.col(f"lineage.{c}").alias(c) for c in POSITION[1:]),
-            F.lit(True).alias(flag),
-        ).distinct()
+    vocabularies = vocabularies or {}
+    # The log is read once: its positions (for the accounting) and its checks (summed per
+    # source) come from the same aggregate.
+    checked = change_log_checks(log, vocabularies)
+    in_log = checked.select(*POSITION, F.lit(True).alias("in_log"))
+    in_rejects = (
+        rejects.select("source", *(F.col(f"lineage.{c}").alias(c) for c in POSITION[1:]))
+        .distinct()
+        .withColumn("in_rejects", F.lit(True))
+    )
 
     # The one field the gate reads in a value: the Debezium op, inside the JSON
     # converter's {"schema", "payload"} envelope when there is one (as stg_cdc__debezium).
@@ -90,8 +218,8 @@ def silver_reconciliation(
     ).otherwise(F.get_json_object("value", "$.op"))
     located = (
         raw.select(*POSITION, "format", "key", "value")
-        .join(positions(log, "in_log"), list(POSITION), "left")
-        .join(positions(rejects, "in_rejects"), list(POSITION), "left")
+        .join(in_log, list(POSITION), "left")
+        .join(in_rejects, list(POSITION), "left")
     )
     logged_messages = (
         located.where(F.col("in_log"))
@@ -119,44 +247,52 @@ def silver_reconciliation(
         .otherwise("unaccounted")
         .alias("status"),
     )
-    statuses = ["changes", "redelivered", "rejected", "noops", "skipped", "unaccounted"]
-    counts = classified.groupBy("source").agg(
+    accounted = classified.groupBy("source").agg(
         F.count(F.lit(1)).alias("bronze_records"),
-        *(F.count_if(F.col("status") == s).alias(s) for s in statuses),
+        *(F.count_if(F.col("status") == s).alias(s) for s in RECONCILIATION),
     )
-    return (
-        sources.join(counts, "source", "outer")
-        .na.fill(0, ["bronze_records", *statuses])
-        .withColumn("reject_rate", _rate(F.col("rejected"), F.col("bronze_records")))
+    check_counts = [
+        "duplicate_change_ids",
+        *LOG_CHECKS,
+        *(_outside(c) for c in vocabularies),
+    ]
+    check_examples = ["duplicate_change_id_examples", *(_unknown(c) for c in vocabularies)]
+    log_checks = checked.groupBy("source").agg(
+        *(F.sum(c).alias(c) for c in check_counts),
+        *(_merged_examples(F.col(e)).alias(e) for e in check_examples),
+    )
+    per_source = _per_source(
+        sources,
+        [accounted, log_checks],
+        ["bronze_records", *RECONCILIATION, *check_counts],
+        check_examples,
+    )
+    return per_source.select(
+        "source",
+        "bronze_records",
+        *RECONCILIATION,
+        _rate(F.col("rejected"), F.col("bronze_records")).alias("reject_rate"),
+        *check_counts,
+        *check_examples,
     )
 
 
-def gold_keys(table: DataFrame, table_name: str, key: tuple[str, ...]) -> DataFrame:
-    """A gold table's rows reduced to what the key checks need, in a shape every table shares.
-
-    ``key_values`` is the typed key as JSON (so uniqueness is checked on the declared
-    types, not only on the canonical ``_record_key`` text); ``null_key_columns`` names
-    the key columns a row leaves empty, or is null.
-    """
+def gold_rows(
+    table: DataFrame, table_name: str, key: tuple[str, ...], soft_delete: bool
+) -> DataFrame:
+    """A gold table's rows reduced to what the gold checks need, in a shape every table
+    shares: ``table``, ``record_key``, ``key_values`` (the typed key as JSON, so
+    uniqueness is also checked on the declared types, not only on the canonical
+    ``_record_key`` text), ``null_keys`` (the key columns the row leaves empty), ``live``
+    (not soft-deleted), ``seq`` and ``change_id``."""
+    live = ~F.coalesce(F.col("_deleted"), F.lit(False)) if soft_delete else F.lit(True)
     nulls = [F.when(F.col(k).isNull(), F.lit(k)) for k in key]
     return table.select(
         F.lit(table_name).alias("table"),
-        "_record_key",
-        F.to_json(F.struct(*key)).alias("key_values"),
-        F.when(
-            F.concat_ws(", ", *nulls) != "",
-            F.concat(F.lit(f"{table_name}: "), F.concat_ws(", ", *nulls)),
-        ).alias("null_key_columns"),
-    )
-
-
-def gold_live_rows(table: DataFrame, table_name: str, soft_delete: bool) -> DataFrame:
-    """The live rows of a gold table (soft-deleted rows are not live) as ``table``,
-    ``record_key``, ``seq``, ``change_id``."""
-    live = table.where(~F.coalesce(F.col("_deleted"), F.lit(False))) if soft_delete else table
-    return live.select(
-        F.lit(table_name).alias("table"),
         F.col("_record_key").alias("record_key"),
+        F.to_json(F.struct(*key)).alias("key_values"),
+        F.filter(F.array(*nulls), lambda k: k.isNotNull()).alias("null_keys"),
+        live.alias("live"),
         F.col("_seq").alias("seq"),
         F.col("_change_id").alias("change_id"),
     )
@@ -173,17 +309,35 @@ def schema_differences(table: DataFrame, declared: list[tuple[str, str]]) -> str
     return "; ".join(differences) or None
 
 
+GOLD_COUNTS = (
+    "rows",
+    "live_rows",
+    "null_record_keys",
+    "null_key_columns",
+    "duplicate_record_keys",
+    "duplicate_keys",
+    "deleted_keys_live",
+    "states_not_applied",
+    "rejected_states",
+)
+
+
 def gold_reconciliation(
-    tables: DataFrame, live: DataFrame, tombstones: DataFrame, staged: DataFrame
+    tables: DataFrame, rows: DataFrame, tombstones: DataFrame, staged: DataFrame
 ) -> DataFrame:
-    """One row per gold table: its rows against what the table's own fold decided.
+    """One row per gold table: its keys, and its rows against what its own fold decided.
 
     ``tables``: (table, table_name, entity_kind, schema_differences) per gold table of
-    config; ``live``: ``gold_live_rows`` of every table; ``tombstones``:
+    config; ``rows``: ``gold_rows`` of every table; ``tombstones``:
     ``lakehouse.gold_tombstones``; ``staged``: the net states of the last gold run
-    (``lakehouse.gold_pending``, markers excluded).
+    (``lakehouse.gold_pending`` rows of kind ``state``).
 
-    The gate asks nothing the fold did not decide, so it holds for every family
+    Key checks (all rows, soft-deleted ones too): ``null_record_keys``,
+    ``null_key_columns`` (rows with an empty key column, named in
+    ``null_key_column_names``), ``duplicate_record_keys`` and ``duplicate_keys`` (rows
+    whose ``_record_key``, or typed key, another row of the table also has).
+
+    The reconciliation asks nothing the fold did not decide, so it holds for every family
     (implicit vertices, ``insert-only``, cascades, Cassandra cell liveness):
 
     - ``deleted_keys_live``: live rows older than their key's tombstone (or the table's
@@ -193,52 +347,80 @@ def gold_reconciliation(
       rejected (``rejected_states``, in ``lakehouse.gold_rejects``) are not expected.
     """
     named = F.broadcast(tables.select("table", "table_name"))
-    tombs = tombstones.join(named, "table_name").select(
-        "table", "record_key", F.col("seq").alias("tomb_seq")
+    tombs = tombstones.join(named, "table_name")
+    # One tombstone per key (MERGE-keyed); max() keeps the join one-to-one regardless.
+    keyed = (
+        tombs.where(F.col("record_key") != "{}")
+        .groupBy("table", "record_key")
+        .agg(F.max("seq").alias("tomb_seq"))
     )
-    keyed = tombs.where(F.col("record_key") != "{}")
-    table_wide = tombs.where(F.col("record_key") == "{}").select(
-        "table", F.col("tomb_seq").alias("table_tomb_seq")
-    )
-    checked = live.join(keyed, ["table", "record_key"], "left").join(table_wide, "table", "left")
-    deleted_live = checked.where(
-        (F.col("tomb_seq") > F.col("seq")) | (F.col("table_tomb_seq") > F.col("seq"))
+    table_wide = (
+        tombs.where(F.col("record_key") == "{}")
+        .groupBy("table")
+        .agg(F.max("seq").alias("table_tomb_seq"))
     )
     states = staged.join(named, "table_name").select(
         "table",
         F.col("_record_key").alias("record_key"),
+        F.lit(True).alias("staged"),
         F.col("_live").alias("state_live"),
         F.col("_seq").alias("state_seq"),
         F.col("_change_id").alias("state_change_id"),
         F.col("_reject_reason").isNotNull().alias("rejected"),
     )
-    compared = states.join(
-        live.select("table", "record_key", F.lit(True).alias("in_gold"), "seq", "change_id"),
-        ["table", "record_key"],
-        "left",
+    # Both windows and the joins read the gold rows once; the last window leaves them
+    # partitioned by (table, record_key), as the joins need.
+    windowed = (
+        rows.withColumn("present", F.lit(True))
+        .withColumn("key_copies", F.count(F.lit(1)).over(Window.partitionBy("table", "key_values")))
+        .withColumn(
+            "record_key_copies",
+            F.count(F.lit(1)).over(Window.partitionBy("table", "record_key")),
+        )
     )
-    in_gold = F.coalesce(F.col("in_gold"), F.lit(False))
+    joined = (
+        windowed.join(states, ["table", "record_key"], "full_outer")
+        .join(keyed, ["table", "record_key"], "left")
+        .join(F.broadcast(table_wide), "table", "left")
+    )
+    present = F.coalesce(F.col("present"), F.lit(False))
+    live = present & F.col("live")
+    staged_state = F.coalesce(F.col("staged"), F.lit(False))
     reflected = F.when(
         F.col("state_live"),
-        in_gold
+        live
         & (F.col("seq") == F.col("state_seq"))
         & (F.col("change_id") == F.col("state_change_id")),
-    ).otherwise(~in_gold)
-    per_table_states = compared.groupBy("table").agg(
-        F.count_if(~F.col("rejected") & ~reflected).alias("states_not_applied"),
-        F.count_if(F.col("rejected")).alias("rejected_states"),
+    ).otherwise(~live)
+    deleted_live = live & (
+        (F.coalesce(F.col("tomb_seq") > F.col("seq"), F.lit(False)))
+        | (F.coalesce(F.col("table_tomb_seq") > F.col("seq"), F.lit(False)))
     )
-    per_table_live = live.groupBy("table").agg(F.count(F.lit(1)).alias("live_rows"))
-    per_table_deleted = deleted_live.groupBy("table").agg(
-        F.count(F.lit(1)).alias("deleted_keys_live")
+    counts = joined.groupBy("table").agg(
+        F.count_if(present).alias("rows"),
+        F.count_if(live).alias("live_rows"),
+        F.count_if(present & F.col("record_key").isNull()).alias("null_record_keys"),
+        F.count_if(present & (F.size("null_keys") > 0)).alias("null_key_columns"),
+        F.concat_ws(
+            ", ", F.array_sort(F.array_distinct(F.flatten(F.collect_list("null_keys"))))
+        ).alias("null_key_column_names"),
+        F.count_if(
+            present & F.col("record_key").isNotNull() & (F.col("record_key_copies") > 1)
+        ).alias("duplicate_record_keys"),
+        F.count_if(present & (F.col("key_copies") > 1)).alias("duplicate_keys"),
+        F.count_if(deleted_live).alias("deleted_keys_live"),
+        F.count_if(staged_state & ~F.col("rejected") & ~reflected).alias("states_not_applied"),
+        F.count_if(staged_state & F.col("rejected")).alias("rejected_states"),
     )
-    counts = ["live_rows", "deleted_keys_live", "states_not_applied", "rejected_states"]
     return (
         tables.select("table", "entity_kind", "schema_differences")
-        .join(per_table_live, "table", "left")
-        .join(per_table_deleted, "table", "left")
-        .join(per_table_states, "table", "left")
-        .na.fill(0, counts)
+        .join(counts, "table", "left")
+        .na.fill(0, list(GOLD_COUNTS))
+        .withColumn(
+            "null_key_column_names",
+            F.when(F.col("null_key_column_names") != "", F.col("null_key_column_names")),
+        )
+        .select("table", "entity_kind", "schema_differences", *GOLD_COUNTS, "null_key_column_names")
     )
 
 
@@ -247,7 +429,8 @@ def _union(frames: list[DataFrame]) -> DataFrame:
 
 
 def build_frame(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
-    """Read the tables a checkpoint guards and build its frame (whole tables, lean columns)."""
+    """Read the tables a layer's gate guards and build its summary frame (lazy: the gate
+    materializes it once)."""
     return _BUILDERS[spec.frame](spark, config, spec)
 
 
@@ -261,40 +444,28 @@ class MissingTable(RuntimeError):
     """The gate's table is not there: the layer has not been built."""
 
 
-def _bronze_records(
-    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
-) -> DataFrame:
-    _require(spark, RAW_TABLE)
-    return spark.table(RAW_TABLE).select(*POSITION, "format")
+def _sources(spark: SparkSession, config: LakehouseConfig) -> DataFrame:
+    """Every configured source, so a source with no records still gets its row."""
+    return spark.createDataFrame([(s.name,) for s in config.sources], "source string")
 
 
-def _bronze_reconciliation(
-    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
-) -> DataFrame:
+def _bronze(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
     _require(spark, RAW_TABLE, QUARANTINE_TABLE)
     return bronze_reconciliation(
-        _sources(spark, config), spark.table(RAW_TABLE), spark.table(QUARANTINE_TABLE)
+        _sources(spark, config),
+        spark.table(RAW_TABLE).select(*COORDINATES),
+        spark.table(QUARANTINE_TABLE).select("source"),
     )
 
 
-def _change_log_records(
-    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
-) -> DataFrame:
-    _require(spark, CHANGE_LOG)
-    return spark.table(CHANGE_LOG).select(
-        "change_id", "op", "format", "entity_kind", "record_key", "seq"
-    )
-
-
-def _silver_reconciliation(
-    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
-) -> DataFrame:
+def _silver(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
     _require(spark, RAW_TABLE, CHANGE_LOG, REJECTS)
     return silver_reconciliation(
         _sources(spark, config),
         spark.table(RAW_TABLE),
         spark.table(CHANGE_LOG),
         spark.table(REJECTS),
+        spec.vocabularies,
     )
 
 
@@ -304,15 +475,7 @@ def _gold_tables(spark: SparkSession, config: LakehouseConfig) -> list[tuple[Sou
     return tables
 
 
-def _gold_records(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
-    return _union(
-        [gold_keys(spark.table(name), name, e.key) for _, e, name in _gold_tables(spark, config)]
-    )
-
-
-def _gold_reconciliation(
-    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
-) -> DataFrame:
+def _gold(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
     tables = _gold_tables(spark, config)
     _require(spark, TOMBSTONES_TABLE, PENDING_TABLE)
     # Schemas are metadata: compared on the driver, one row per configured table.
@@ -323,16 +486,96 @@ def _gold_reconciliation(
         ],
         "table string, table_name string, entity_kind string, schema_differences string",
     )
-    live = _union([gold_live_rows(spark.table(name), name, e.soft_delete) for _, e, name in tables])
+    if not tables:
+        empty = "table string, record_key string, key_values string, null_keys array<string>, "
+        rows = spark.createDataFrame(
+            [], empty + "live boolean, seq array<bigint>, change_id string"
+        )
+    else:
+        rows = _union(
+            [gold_rows(spark.table(name), name, e.key, e.soft_delete) for _, e, name in tables]
+        )
     staged = spark.table(PENDING_TABLE).where(F.col("row_kind") == STATE)
-    return gold_reconciliation(described, live, spark.table(TOMBSTONES_TABLE), staged)
+    return gold_reconciliation(described, rows, spark.table(TOMBSTONES_TABLE), staged)
 
 
 _BUILDERS: dict[str, Callable[[SparkSession, LakehouseConfig, CheckpointSpec], DataFrame]] = {
-    "bronze_records": _bronze_records,
-    "bronze_reconciliation": _bronze_reconciliation,
-    "change_log_records": _change_log_records,
-    "silver_reconciliation": _silver_reconciliation,
-    "gold_records": _gold_records,
-    "gold_reconciliation": _gold_reconciliation,
+    "bronze_reconciliation": _bronze,
+    "silver_reconciliation": _silver,
+    "gold_reconciliation": _gold,
 }
+
+
+# A few rows of what a layer set aside, per source or gold table, for the report's
+# drill-down: the layer's table of problems, the row key, and what to show.
+SAMPLE_ROWS = 3
+# The summary count that says a source or table has something to show.
+PROBLEM_COUNT = {"bronze": "quarantined", "silver": "rejected", "gold": "rejected_states"}
+RAW_SHOWN = 300  # characters of a quarantined line: enough to recognise it
+
+
+def _problem_tables() -> dict[str, tuple[str, str, str, list[Column]]]:
+    """layer -> (table, column naming the source/table, newest-first column, columns)."""
+    return {
+        "bronze": (
+            QUARANTINE_TABLE,
+            "source",
+            "ingested_at",
+            [
+                F.col("reason"),
+                F.substring("raw", 1, RAW_SHOWN).alias("raw"),
+                F.concat_ws("/", "topic", "partition", "offset").alias("position"),
+                F.col("landing_file"),
+            ],
+        ),
+        "silver": (
+            REJECTS,
+            "source",
+            "lineage.ingested_at",
+            [
+                F.col("reject_reason").alias("reason"),
+                F.col("entity"),
+                F.concat_ws("/", "lineage.topic", "lineage.partition", "lineage.offset").alias(
+                    "position"
+                ),
+            ],
+        ),
+        "gold": (
+            REJECTS_TABLE,
+            "table_name",
+            "recorded_at",
+            [F.col("reason"), F.col("record_key"), F.col("change_id"), F.col("source")],
+        ),
+    }
+
+
+def problem_samples(
+    spark: SparkSession, layer: str, names: Collection[str]
+) -> dict[str, list[dict[str, object]]]:
+    """Up to ``SAMPLE_ROWS`` newest quarantined lines (bronze), silver rejects or gold
+    rejects/cast failures per source or table of ``names`` (gold: ``gold.<table>``), with
+    their reasons; one small query, run only when the summary counted some."""
+    if not names:
+        return {}
+    table, by, newest, columns = _problem_tables()[layer]
+    if not spark.catalog.tableExists(table):
+        return {}
+    frame = spark.table(table)
+    wanted = [n.removeprefix(f"{GOLD_SCHEMA}.") for n in names] if layer == "gold" else names
+    ranked = (
+        frame.where(F.col(by).isin(list(wanted)))
+        .withColumn("n", F.row_number().over(Window.partitionBy(by).orderBy(F.col(newest).desc())))
+        .where(F.col("n") <= SAMPLE_ROWS)
+        .select(F.col(by).alias("name"), *columns)
+    )
+    samples: dict[str, list[dict[str, object]]] = {}
+    for row in ranked.collect():  # at most SAMPLE_ROWS per name: small by construction
+        record = row.asDict()
+        name = str(record.pop("name"))
+        key = f"{GOLD_SCHEMA}.{name}" if layer == "gold" else name
+        samples.setdefault(key, []).append({k: _show_value(v) for k, v in record.items()})
+    return samples
+
+
+def _show_value(value: object) -> object:
+    return value if value is None or isinstance(value, (int, float, str, bool)) else str(value)

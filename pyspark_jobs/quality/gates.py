@@ -1,4 +1,5 @@
-"""Run one layer's gate: every checkpoint of the layer, then one Data Docs build.
+"""Run one layer's gate: build its summary frame in one Spark query, validate it with GX as
+one checkpoint, record every check with what it observed, then render the fresh Data Docs.
 
 A gate fails closed: a failed expectation, a missing table, or a definition that cannot
 be loaded all count as a failed gate; the pipeline stops before the next layer.
@@ -6,57 +7,86 @@ be loaded all count as a failed gate; the pipeline stops before the next layer.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+import pandas as pd
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.errors import describe
+from pyspark_jobs.job_names import named_jobs
 from pyspark_jobs.quality import gx_context
-from pyspark_jobs.quality.definitions import CheckpointSpec, load_gate
-from pyspark_jobs.quality.frames import build_frame
+from pyspark_jobs.quality.definitions import CheckpointSpec, load_checkpoint
+from pyspark_jobs.quality.frames import PROBLEM_COUNT, build_frame, problem_samples
 from pyspark_jobs.settings import Settings
 
 
 @dataclass
 class ExpectationOutcome:
-    """One expectation's verdict, in words a data engineer reads."""
+    """One check: its verdict, what it observed on every row of the summary frame and the
+    threshold it held the values to.
+
+    ``values``: row (source or table) -> observed value; ``failing``: the rows GX found
+    outside the threshold; ``details``: row -> examples naming what failed (offending
+    values, keys, positions), for the failing rows.
+    """
 
     expectation: str
     success: bool
     observed: str = ""
+    check: str = ""
+    column: str = ""
+    threshold: str = ""
+    values: dict[str, Any] = field(default_factory=dict)
+    failing: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class CheckpointOutcome:
+    """A layer's checkpoint: its checks, the summary rows they read, where Data Docs
+    renders the validation, or the error that kept it from running."""
+
     name: str
     success: bool
     expectations: list[ExpectationOutcome] = field(default_factory=list)
     error: str | None = None
+    asset: str = ""
+    index: str = ""
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    data_docs_page: str = ""
+    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
 class GateResult:
-    """A layer's gate: passed or not, what failed, how long it took, where the report is."""
+    """A layer's gate: passed or not, what failed, how long it took, where the report is.
+
+    ``timings``: seconds of the summary query, of GX's validation and of Data Docs.
+    """
 
     layer: str
     success: bool
     seconds: float
     checkpoints: list[CheckpointOutcome]
     data_docs: str
+    run_name: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def failures(self) -> list[str]:
-        """``checkpoint: expectation (observed)`` for everything that failed."""
+        """``checkpoint: column threshold, observed row=value`` for everything that failed."""
         out = []
         for cp in self.checkpoints:
             if cp.error:
                 out.append(f"{cp.name}: {cp.error}")
             out += [
-                f"{cp.name}: {e.expectation}" + (f" (observed {e.observed})" if e.observed else "")
+                f"{cp.name}: {e.column or e.expectation} {e.threshold}".rstrip()
+                + (f", observed {e.observed}" if e.observed else "")
                 for e in cp.expectations
                 if not e.success
             ]
@@ -79,38 +109,57 @@ def describe_expectation(config: Any) -> str:
     return f"{config.type}({target})"
 
 
-def _example(value: Any) -> str:
-    """One failing value; with index columns GX gives a dict like {source: .., rate: ..}."""
-    if isinstance(value, dict):
-        return " ".join(f"{k}={v}" for k, v in value.items())
-    return str(value)
+def _resolve(value: Any, parameters: dict[str, Any]) -> Any:
+    if isinstance(value, dict) and "$PARAMETER" in value:
+        return parameters.get(value["$PARAMETER"])
+    return value
 
 
-def _observed(result: dict[str, Any]) -> str:
-    """A short text of what the data showed: counts and a few example values."""
-    if not result:
-        return ""
-    if result.get("unexpected_count"):
-        examples = (
-            result.get("partial_unexpected_index_list")
-            or result.get("partial_unexpected_list")
-            or []
-        )
-        shown = ", ".join(_example(v) for v in examples[:5])
-        return f"{result['unexpected_count']} unexpected" + (f": {shown}" if shown else "")
-    if "observed_value" in result:
-        return str(result["observed_value"])
+def threshold_text(expectation: dict[str, Any], parameters: dict[str, Any]) -> str:
+    """The bound a check holds its column to, as the report prints it: ``= 0``,
+    ``≤ 0.01``, ``between 1 and 5``, ``is null``, ``not null``, ``in {a, b}``.
+
+    >>> threshold_text({"type": "expect_column_values_to_be_between",
+    ...     "kwargs": {"column": "r", "min_value": 0, "max_value": {"$PARAMETER": "m"}}},
+    ...     {"m": 0.01})
+    '≤ 0.01'
+    """
+    kwargs = expectation.get("kwargs", {})
+    kind = expectation.get("type", "")
+    if kind == "expect_column_values_to_be_between":
+        low = _resolve(kwargs.get("min_value"), parameters)
+        high = _resolve(kwargs.get("max_value"), parameters)
+        if low is not None and low == high:
+            return f"= {low}"
+        if high is not None and low in (None, 0):
+            return f"≤ {high}"
+        if high is None:
+            return f"≥ {low}"
+        return f"between {low} and {high}"
+    if kind == "expect_column_values_to_be_null":
+        return "is null"
+    if kind == "expect_column_values_to_not_be_null":
+        return "not null"
+    if kind == "expect_column_values_to_be_in_set":
+        return "in {" + ", ".join(map(str, kwargs.get("value_set", []))) + "}"
     return ""
 
 
-def _observed_of(result: Any) -> str:
-    """What a failed expectation saw, or the error that kept it from running."""
-    if result.success:
-        return ""
-    info = result.exception_info or {}
-    if info.get("raised_exception"):
-        return f"error: {str(info.get('exception_message'))[:200]}"
-    return _observed(result.result)
+def _plain(value: Any) -> Any:
+    """A value as JSON keeps it (NaN as None)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _row_name(value: Any) -> str:
+    return "(null)" if value is None else str(value)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "null" if value is None else str(value)
 
 
 def parameters_for(config: LakehouseConfig) -> dict[str, Any]:
@@ -121,48 +170,227 @@ def parameters_for(config: LakehouseConfig) -> dict[str, Any]:
     }
 
 
-def run_checkpoint(
-    spark: SparkSession, config: LakehouseConfig, context: Any, spec: CheckpointSpec
-) -> CheckpointOutcome:
-    """Build the frame, validate it, and summarise; an error fails the checkpoint."""
-    try:
-        checkpoint = gx_context.register(context, spec)
-        frame = build_frame(spark, config, spec).persist()
-        try:
-            result = gx_context.run_checkpoint(
-                checkpoint, frame, parameters_for(config), spec.index
+def check_outcomes(
+    spec: CheckpointSpec,
+    rows: list[dict[str, Any]],
+    results: list[Any],
+    parameters: dict[str, Any],
+) -> list[ExpectationOutcome]:
+    """Every expectation of the suite with GX's verdict on it, the value it observed on
+    each summary row and its threshold (results are in suite order, as GX returns them)."""
+    index = spec.index[0] if spec.index else None
+    names = [_row_name(r.get(index)) if index else str(i) for i, r in enumerate(rows)]
+    # GX does not keep suite order (an expectation that raised comes first), so results
+    # are matched to the suite by what they check.
+    by_check = {
+        _check_key(r.expectation_config.type, r.expectation_config.kwargs): r for r in results
+    }
+    outcomes = []
+    for expectation in spec.suite["expectations"]:
+        column = expectation.get("kwargs", {}).get("column", "")
+        meta = expectation.get("meta") or {}
+        values = {n: _plain(r.get(column)) for n, r in zip(names, rows, strict=True)}
+        result = by_check.get(_check_key(expectation["type"], expectation.get("kwargs", {})))
+        failing: list[str] = []
+        observed = ""
+        if result is None:  # fail closed: a check GX did not report did not pass
+            outcomes.append(
+                ExpectationOutcome(expectation["type"], False, "error: no result from GX",
+                                   str(meta.get("check", "")), column,
+                                   threshold_text(expectation, parameters), values)
+            )  # fmt: skip
+            continue
+        error = _error_of(result)
+        if error:
+            observed = f"error: {error[:200]}"
+        else:
+            unexpected = (result.result or {}).get("unexpected_index_list") or []
+            failing = [
+                _row_name(u.get(index)) if isinstance(u, dict) and index else str(u)
+                for u in unexpected
+            ]
+        detail_column = meta.get("detail")
+        details = {
+            n: _plain(r.get(detail_column))
+            for n, r in zip(names, rows, strict=True)
+            if detail_column and n in failing and r.get(detail_column)
+        }
+        shown = failing if failing else ([] if result.success else names)
+        if not observed:
+            observed = ", ".join(
+                f"{n}={_show(values.get(n))}"
+                + (f" ({_show_detail(details[n])})" if n in details else "")
+                for n in shown
             )
-        finally:
-            frame.unpersist()
-    except Exception as exc:  # noqa: BLE001 - fail closed, with the reason in the report
-        return CheckpointOutcome(spec.name, False, error=describe(exc))
-    outcomes = [
-        ExpectationOutcome(
-            describe_expectation(r.expectation_config), bool(r.success), _observed_of(r)
+        outcomes.append(
+            ExpectationOutcome(
+                expectation=describe_expectation(result.expectation_config),
+                success=bool(result.success),
+                observed=observed,
+                check=str(meta.get("check", "")),
+                column=column,
+                threshold=threshold_text(expectation, parameters),
+                values=values,
+                failing=failing,
+                details=details,
+            )
         )
-        for r in result.results
-    ]
-    return CheckpointOutcome(spec.name, bool(result.success), outcomes)
+    return outcomes
+
+
+def _error_of(result: Any) -> str | None:
+    """The message of an exception GX caught while checking (``exception_info`` is one
+    record, or one per metric when a metric failed), or None."""
+    info = result.exception_info or {}
+    records = [info] if "raised_exception" in info else list(info.values())
+    for record in records:
+        if isinstance(record, dict) and record.get("raised_exception"):
+            return str(record.get("exception_message"))
+    return None
+
+
+def _check_key(kind: str, kwargs: Any) -> tuple[str, str, tuple[str, ...]]:
+    return (kind, str(kwargs.get("column", "")), tuple(kwargs.get("column_list") or ()))
+
+
+def _show_detail(detail: Any) -> str:
+    return ", ".join(map(str, detail)) if isinstance(detail, list) else str(detail)
+
+
+def summary_rows(
+    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The layer's summary frame, computed by one Spark query and collected: its rows
+    (sorted by the index) and columns.
+
+    The frame has one row per source or gold table, small by construction, so it is
+    collected to the driver once and GX validates that copy (no Spark job per expectation).
+    """
+    with named_jobs(spark, f"{spec.layer} gate: summary"):
+        frame = build_frame(spark, config, spec)
+        rows = [r.asDict(recursive=True) for r in frame.collect()]
+    index = spec.index[0] if spec.index else None
+    if index:
+        rows.sort(key=lambda r: _row_name(r.get(index)))
+    return [{k: _plain(v) for k, v in r.items()} for r in rows], frame.columns
+
+
+def validate_summary(
+    context: Any,
+    spec: CheckpointSpec,
+    rows: list[dict[str, Any]],
+    columns: list[str],
+    parameters: dict[str, Any],
+    run_name: str,
+) -> tuple[CheckpointOutcome, Any]:
+    """Validate summary rows with the layer's suite as one GX checkpoint run (stored for
+    Data Docs); the outcome holds every check and the rows. Returns the stored result's key."""
+    checkpoint = gx_context.register(context, spec)
+    key, result = gx_context.run_checkpoint(
+        context,
+        checkpoint,
+        pd.DataFrame.from_records(rows, columns=columns),
+        parameters,
+        run_name,
+        spec.asset,
+    )
+    outcome = CheckpointOutcome(
+        spec.name,
+        bool(result.success),
+        check_outcomes(spec, rows, list(result.results), parameters),
+        asset=spec.asset,
+        index=",".join(spec.index),
+        rows=rows,
+    )
+    return outcome, key
+
+
+def run_checkpoint(
+    spark: SparkSession,
+    config: LakehouseConfig,
+    context: Any,
+    spec: CheckpointSpec,
+    run_name: str,
+    timings: dict[str, float],
+) -> tuple[CheckpointOutcome, Any]:
+    """Build the summary, validate it, and record every check; an error (a missing table,
+    an expectation GX rejects) fails the checkpoint. Returns the outcome and the stored
+    result's key (None on error)."""
+    try:
+        started = time.time()
+        rows, columns = summary_rows(spark, config, spec)
+        timings["summary"] = time.time() - started
+        started = time.time()
+        outcome, key = validate_summary(
+            context, spec, rows, columns, parameters_for(config), run_name
+        )
+        timings["validation"] = time.time() - started
+    except Exception as exc:  # noqa: BLE001 - fail closed, with the reason in the report
+        error = CheckpointOutcome(spec.name, False, error=describe(exc), asset=spec.asset)
+        return error, None
+    started = time.time()
+    outcome.samples = _samples(spark, spec, rows)
+    timings["samples"] = time.time() - started
+    return outcome, key
+
+
+def _samples(
+    spark: SparkSession, spec: CheckpointSpec, rows: list[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """A few set-aside rows with their reasons for the sources or tables whose summary
+    counted some (no query at all on clean data). Only for the report: an error here is
+    shown there, it does not fail the gate."""
+    count = PROBLEM_COUNT.get(spec.layer)
+    index = spec.index[0] if spec.index else None
+    if not count or not index:
+        return {}
+    names = [str(r[index]) for r in rows if r.get(count) and r.get(index) is not None]
+    try:
+        with named_jobs(spark, f"{spec.layer} gate: samples"):
+            return problem_samples(spark, spec.layer, names)
+    except Exception as exc:  # noqa: BLE001 - reporting only
+        return {name: [{"error": describe(exc)}] for name in names}
+
+
+def default_run_name(layer: str) -> str:
+    return f"{layer} gate {datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%fZ')}"
 
 
 def run_gate(
-    spark: SparkSession, settings: Settings, config: LakehouseConfig, layer: str
+    spark: SparkSession,
+    settings: Settings,
+    config: LakehouseConfig,
+    layer: str,
+    run_name: str | None = None,
 ) -> GateResult:
-    """Validate one layer as it is now; results go to the lake's GX context and Data Docs."""
+    """Validate one layer as it is now; results go to the lake's GX context and Data Docs.
+
+    ``run_name`` names the GX run (the lakehouse run id, so Data Docs and the run
+    summary name the same run).
+    """
     started = time.time()
     since = datetime.now(timezone.utc)
+    run_name = run_name or default_run_name(layer)
     try:
-        specs = load_gate(layer)
+        spec = load_checkpoint(layer)
     except Exception as exc:  # noqa: BLE001 - a gate that cannot load fails closed
         outcome = CheckpointOutcome(f"{layer} gate definition", False, error=describe(exc))
-        return GateResult(layer, False, time.time() - started, [outcome], "")
+        return GateResult(layer, False, time.time() - started, [outcome], "", run_name)
     context = gx_context.open_context(settings.reports_dir)
-    outcomes = [run_checkpoint(spark, config, context, spec) for spec in specs]
-    gx_context.build_docs(context, since)
+    timings: dict[str, float] = {}
+    outcome, key = run_checkpoint(spark, config, context, spec, run_name, timings)
+    docs_started = time.time()
+    gx_context.build_docs(context, since, suites=(spec.suite["name"],))
+    if key is not None:
+        page = gx_context.docs_page(context, key)
+        outcome.data_docs_page = str(page) if page else ""
+    timings["data_docs"] = time.time() - docs_started
     return GateResult(
         layer=layer,
-        success=all(o.success for o in outcomes),
+        success=outcome.success,
         seconds=time.time() - started,
-        checkpoints=outcomes,
+        checkpoints=[outcome],
         data_docs=str(gx_context.data_docs_index(settings.reports_dir)),
+        run_name=run_name,
+        timings=timings,
     )

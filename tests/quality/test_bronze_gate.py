@@ -4,8 +4,12 @@ report opened in real headless Chromium."""
 
 from __future__ import annotations
 
+import re
 import shutil
+import socketserver
 import subprocess
+import threading
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ import yaml
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import LakehouseConfig, load_config
+from pyspark_jobs.quality.report import ACCOUNTING
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 from tests.conftest import reset_lake, samples_dir
 from tests.quality.support import latest_run, report_text, run_logged
@@ -77,8 +82,7 @@ def test_quarantine_over_threshold_stops_before_silver(
     code, output = strict_run
     assert code == 1
     assert "bronze gate FAILED" in output
-    assert "bronze.reconciliation: expect_column_values_to_be_between(quarantine_rate)" in output
-    assert "source=shop_debezium" in output
+    assert "bronze.sources: quarantine_rate = 0, observed shop_debezium=0.125" in output
     run = latest_run(settings)
     assert run["status"] == "stopped by the bronze gate"
     assert list(run["gates"]) == ["bronze"]
@@ -104,7 +108,37 @@ def test_raised_threshold_lets_the_next_run_continue(
     assert spark.table("gold.users").count() == 2
 
 
-def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
+class RecordingProxy(socketserver.ThreadingTCPServer):
+    """The only network Chromium gets: a proxy on loopback that records every request and
+    answers none, so a page that needs anything off the machine is seen (and breaks)."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        proxy = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                line = self.rfile.readline(2048).decode("latin-1").strip()
+                if line:
+                    proxy.requests.append(line)
+                self.wfile.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def offline_proxy():
+    proxy = RecordingProxy()
+    yield proxy
+    proxy.shutdown()
+    proxy.server_close()
+
+
+def chromium(*args: str, profile: Path, proxy: RecordingProxy) -> subprocess.CompletedProcess[str]:
+    """Headless Chromium with no network but the recording proxy (no DNS either)."""
     return subprocess.run(
         [
             str(CHROMIUM),
@@ -116,6 +150,11 @@ def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
+            "--disable-features=OptimizationHints,MediaRouter,Translate",
+            f"--proxy-server=http://127.0.0.1:{proxy.server_address[1]}",
+            "--proxy-bypass-list=<-loopback>",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--virtual-time-budget=5000",
             f"--user-data-dir={profile}",
             *args,
         ],
@@ -126,29 +165,76 @@ def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def local_assets(page: Path) -> list[str]:
+    """Every stylesheet and script a page loads; each must be a file beside it."""
+    html = page.read_text(encoding="utf-8")
+    assets = re.findall(r'<(?:link[^>]*\shref|script[^>]*\ssrc)="([^"#]+)"', html)
+    for asset in assets:
+        assert "//" not in asset, (page, asset)
+        assert (page.parent / urllib.parse.unquote(asset)).resolve().is_file(), (page, asset)
+    return assets
+
+
 @pytest.mark.browser
-def test_report_renders_in_headless_chromium(strict_run, settings: Settings, tmp_path: Path):
+def test_report_renders_offline_in_headless_chromium(
+    strict_run, settings: Settings, tmp_path: Path, offline_proxy: RecordingProxy
+):
+    """The report and the Data Docs it links, opened with the network off: charts,
+    observed values and thresholds, bronze -> silver numbers that add up, the drill-down
+    with a quarantined line and its reason, and links straight to styled Data Docs pages;
+    nothing requested off the machine. Screenshots go to test-artifacts/quality/."""
     assert CHROMIUM.exists(), "run `make setup-test` (scripts/install_chromium.sh)"
+    profile = tmp_path / "profile"
     page = settings.reports_dir / "index.html"
-    assert page.exists()
-    dom = chromium("--dump-dom", page.as_uri(), profile=tmp_path / "profile").stdout
+    dom = chromium("--dump-dom", page.as_uri(), profile=profile, proxy=offline_proxy).stdout
+    run = latest_run(settings)
+
+    for chart in ("chart-run-time", "chart-sources", "chart-freshness"):
+        assert re.search(rf'<figure id="{chart}"><svg', dom), chart
+    assert "Freshness per gold table" in dom and "gold.users" in dom
     for layer in ("bronze", "silver", "gold"):
         assert f'id="gate-{layer}"' in dom
-    assert "expect_compound_columns_to_be_unique(topic, partition, offset)" in dom
-    assert "expect_column_values_to_be_unique(change_id)" in dom
-    assert "expect_column_values_to_be_null(null_key_columns)" in dom
     assert "run succeeded" in dom and "stopped by the bronze gate" in dom  # trend of 2 runs
-    assert "shop_debezium" in dom
-    docs = settings.reports_dir / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
-    docs_dom = chromium("--dump-dom", docs.as_uri(), profile=tmp_path / "profile").stdout
-    assert "bronze.reconciliation" in docs_dom and "gold.tables" in docs_dom
+    # every check with what it observed and its threshold (here: shop_debezium's 1 of 8)
+    drill = dom[dom.index('id="source-shop_debezium"') :]
+    drill = drill[: drill.index("</details>")]
+    assert re.search(r"quarantine_rate</td><td[^>]*>0\.125</td><td[^>]*>≤ 0\.5</td>", drill)
+    assert re.search(r"unaccounted</td><td[^>]*>0</td><td[^>]*>= 0</td>", drill)
+    (silver,) = [r for r in run["gates"]["silver"]["checkpoints"][0]["rows"]]
+    terms = " + ".join(f"{silver[c]} {c}" for c in ACCOUNTING)
+    assert f"{silver['bronze_records']} bronze records = {terms}" in drill
+    assert silver["bronze_records"] == 7 and silver["noops"] == 1  # the tombstone, shown
+    # a sample quarantined line with its reason
+    assert "this line is not a Kafka record" in drill and "Quarantined lines" in drill
+    assert 'id="table-gold.users"' in dom
+
+    # links straight to each validation's page, named with this run and its data asset
+    links = re.findall(r'<a class="docs-link" href="([^"]+)"', dom)
+    assert len(links) == 3
+    docs_pages = [settings.reports_dir / urllib.parse.unquote(link) for link in links]
+    for docs_page, layer in zip(docs_pages, ("bronze", "silver", "gold"), strict=True):
+        assert docs_page.is_file() and f"/{run['run_id']}/" in docs_page.as_posix()
+        local_assets(docs_page)
+        docs_dom = chromium(
+            "--dump-dom", docs_page.as_uri(), profile=profile, proxy=offline_proxy
+        ).stdout
+        checkpoint = run["gates"][layer]["checkpoints"][0]
+        assert checkpoint["name"] in docs_dom and checkpoint["asset"] in docs_dom
+        assert run["run_id"] in docs_dom
+    # the Data Docs index lists the results: drawn by the vendored bootstrap-table
+    index = settings.reports_dir / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+    assert any("bootstrap.min.css" in a for a in local_assets(index))
+    index_dom = chromium("--dump-dom", index.as_uri(), profile=profile, proxy=offline_proxy).stdout
+    assert "bootstrap-table" in index_dom and "bronze.sources" in index_dom
+    assert "gold.tables" in index_dom and run["run_id"] in index_dom
+    suite_page = index.parent / "expectations" / "bronze" / "sources.html"
+    assert suite_page.is_file() and local_assets(suite_page)
+
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shot = ARTIFACTS / "report.png"
-    shot.unlink(missing_ok=True)
-    chromium(
-        "--screenshot=" + str(shot),
-        "--window-size=1280,1600",
-        page.as_uri(),
-        profile=tmp_path / "profile",
-    )
-    assert shot.stat().st_size > 10_000
+    for name, url in (("report.png", page.as_uri()), ("data-docs.png", docs_pages[0].as_uri())):
+        shot = ARTIFACTS / name
+        shot.unlink(missing_ok=True)
+        size = "--window-size=1280,4200" if name == "report.png" else "--window-size=1280,1600"
+        chromium(f"--screenshot={shot}", size, url, profile=profile, proxy=offline_proxy)
+        assert shot.stat().st_size > 10_000
+    assert offline_proxy.requests == []  # nothing off the machine, on any page

@@ -1,12 +1,86 @@
-"""The reconciliation frames on tiny hand-made tables: each rule can fail."""
+"""The summary frames on tiny hand-made tables: every count of every layer can fail, and
+correct data counts nothing."""
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
-from pyspark_jobs.quality.frames import gold_reconciliation, silver_reconciliation
+from pyspark_jobs.quality.frames import (
+    bronze_reconciliation,
+    gold_reconciliation,
+    gold_rows,
+    silver_reconciliation,
+)
 
 LINEAGE = "struct<topic:string, partition:int, offset:bigint>"
+RAW = "source string, format string, topic string, partition int, offset bigint"
+VOCABULARIES = {
+    "op": ("upsert", "patch", "delete", "truncate", "insert_if_absent"),
+    "format": ("db2", "debezium"),
+    "entity_kind": ("row", "vertex", "edge", "document"),
+}
+
+
+def by(frame: DataFrame, column: str) -> dict[str, dict]:
+    return {r[column]: r.asDict() for r in frame.collect()}
+
+
+def test_bronze_counts_quarantine_null_coordinates_and_duplicates_per_source(spark: SparkSession):
+    sources = spark.createDataFrame([("a",), ("b",), ("idle",)], "source string")
+    raw = spark.createDataFrame(
+        [
+            ("a", "db2", "t", 0, 0),
+            ("a", "db2", "t", 0, 1),
+            ("a", "db2", "t", 0, 1),  # the same position twice: a duplicate
+            ("a", None, "t", 0, 2),  # no format
+            ("a", "db2", None, 0, 3),  # no topic
+            # b re-ingests a's topic under its own name (a reset checkpoint): not a duplicate
+            ("b", "db2", "t", 0, 0),
+            ("b", "db2", "t", 0, 1),
+        ],
+        RAW,
+    )
+    quarantine = spark.createDataFrame([("b",), ("b",)], "source string")
+
+    rows = by(bronze_reconciliation(sources, raw, quarantine), "source")
+
+    assert rows == {
+        "a": {
+            "source": "a",
+            "read": 5,
+            "quarantined": 0,
+            "quarantine_rate": 0.0,
+            "null_coordinates": 2,
+            "duplicate_positions": 1,
+            "duplicate_position_examples": ["t/0/1"],
+        },
+        "b": {
+            "source": "b",
+            "read": 4,
+            "quarantined": 2,
+            "quarantine_rate": 0.5,
+            "null_coordinates": 0,
+            "duplicate_positions": 0,
+            "duplicate_position_examples": [],
+        },
+        "idle": {
+            "source": "idle",
+            "read": 0,
+            "quarantined": 0,
+            "quarantine_rate": 0.0,
+            "null_coordinates": 0,
+            "duplicate_positions": 0,
+            "duplicate_position_examples": [],
+        },
+    }
+
+
+def change_log(spark: SparkSession, rows: list[tuple]) -> DataFrame:
+    return spark.createDataFrame(
+        rows,
+        "change_id string, source string, format string, entity_kind string, op string, "
+        f"record_key string, seq array<bigint>, lineage {LINEAGE}",
+    )
 
 
 def test_silver_accounts_changes_redeliveries_rejects_noops_skips_and_flags_the_rest(
@@ -27,75 +101,178 @@ def test_silver_accounts_changes_redeliveries_rejects_noops_skips_and_flags_the_
             ("d", "debezium", "u", 0, 1, None, enveloped),  # skipped, in the envelope
             ("d", "debezium", "u", 0, 2, None, '{"op":"t","source":{}}'),  # lost truncate
         ],
-        "source string, format string, topic string, partition int, offset bigint, "
-        "key string, value string",
+        f"{RAW}, key string, value string",
     )
-    log = spark.createDataFrame(
-        [("c1", "s", ("t", 0, 0))], f"change_id string, source string, lineage {LINEAGE}"
-    )
+    log = change_log(spark, [("c1", "s", "db2", "row", "upsert", "k1", [1], ("t", 0, 0))])
     rejects = spark.createDataFrame([("s", ("t", 0, 2))], f"source string, lineage {LINEAGE}")
 
+    frame = silver_reconciliation(sources, raw, log, rejects, VOCABULARIES)
+    counts = ["bronze_records", "changes", "redelivered", "rejected", "noops", "skipped"]
     rows = {
-        r["source"]: r.asDict() for r in silver_reconciliation(sources, raw, log, rejects).collect()
+        s: {c: r[c] for c in [*counts, "unaccounted", "reject_rate", "duplicate_change_ids"]}
+        for s, r in by(frame, "source").items()
     }
 
     assert rows == {
-        "s": {
-            "source": "s",
-            "bronze_records": 6,
-            "changes": 1,
-            "redelivered": 1,
-            "rejected": 1,
-            "noops": 1,
-            "skipped": 0,
-            "unaccounted": 2,
-            "reject_rate": 1 / 6,
-        },
-        "d": {
-            "source": "d",
-            "bronze_records": 3,
-            "changes": 0,
-            "redelivered": 0,
-            "rejected": 0,
-            "noops": 0,
-            "skipped": 2,
-            "unaccounted": 1,
-            "reject_rate": 0.0,
-        },
+        "s": dict(zip(counts, (6, 1, 1, 1, 1, 0), strict=True))
+        | {"unaccounted": 2, "reject_rate": 1 / 6, "duplicate_change_ids": 0},
+        "d": dict(zip(counts, (3, 0, 0, 0, 0, 2), strict=True))
+        | {"unaccounted": 1, "reject_rate": 0.0, "duplicate_change_ids": 0},
     }
 
 
-def test_gold_counts_deleted_unlogged_and_missing_keys(spark: SparkSession):
-    tables = spark.createDataFrame(
-        [("gold.t", "s", "t", "row", None)],
-        "table string, source string, table_name string, entity_kind string, "
-        "schema_differences string",
+def test_silver_counts_the_change_log_checks_per_source(spark: SparkSession):
+    sources = spark.createDataFrame([("s",), ("ok",)], "source string")
+    raw = spark.createDataFrame(
+        [("s", "db2", "t", 0, i, "k", f"v{i}") for i in range(5)]
+        + [("ok", "db2", "o", 0, 0, "k", "v")],
+        f"{RAW}, key string, value string",
     )
-    live = spark.createDataFrame(
-        [("gold.t", "a"), ("gold.t", "d"), ("gold.t", "x")], "table string, record_key string"
-    )
-    log = spark.createDataFrame(
+    log = change_log(
+        spark,
         [
-            ("s", "t", "a", "upsert", [1]),
-            ("s", "t", "d", "upsert", [1]),
-            ("s", "t", "d", "delete", [2]),  # deleted last, still live: wrong
-            ("s", "t", "m", "upsert", [1]),  # live in the log, missing in gold: wrong
+            ("dup", "s", "db2", "row", "upsert", "k", [1], ("t", 0, 0)),
+            ("dup", "s", "db2", "row", "upsert", "k", [1], ("t", 0, 1)),  # same change_id
+            (None, "s", "db2", "row", None, None, None, ("t", 0, 2)),  # nulls
+            ("c3", "s", "mysql", "table", "merge", "k", [3], ("t", 0, 3)),  # vocabularies
+            ("c4", "s", None, "row", "delete", "k", [4], ("t", 0, 4)),  # null format
+            ("c5", "ok", "db2", "row", "delete", "k", [5], ("o", 0, 0)),
         ],
-        "source string, table_name string, record_key string, op string, seq array<bigint>",
     )
+    rejects = spark.createDataFrame([], f"source string, lineage {LINEAGE}")
 
-    row = gold_reconciliation(tables, live, log).first().asDict()
+    rows = by(silver_reconciliation(sources, raw, log, rejects, VOCABULARIES), "source")
 
+    checks = {
+        "duplicate_change_ids": 2,
+        "duplicate_change_id_examples": ["dup"],
+        "null_change_ids": 1,
+        "null_ops": 1,
+        "null_record_keys": 1,
+        "null_seqs": 1,
+        "op_outside_vocabulary": 2,
+        "unknown_op_values": ["merge", "null"],
+        "format_outside_vocabulary": 2,
+        "unknown_format_values": ["mysql", "null"],
+        "entity_kind_outside_vocabulary": 1,
+        "unknown_entity_kind_values": ["table"],
+    }
+    assert {c: rows["s"][c] for c in checks} == checks
+    assert rows["s"]["unaccounted"] == 0 and rows["s"]["changes"] == 5
+    clean = {c: rows["ok"][c] for c in checks}
+    assert clean == {c: [] if isinstance(v, list) else 0 for c, v in checks.items()}
+
+
+GOLD = "table string, table_name string, entity_kind string, schema_differences string"
+TOMBS = "table_name string, record_key string, seq array<bigint>"
+STATES = (
+    "table_name string, _record_key string, _live boolean, _seq array<bigint>, "
+    "_change_id string, _reject_reason string"
+)
+
+
+def users(spark: SparkSession, rows: list[tuple]) -> DataFrame:
+    table = spark.createDataFrame(
+        rows, "id bigint, _record_key string, _seq array<bigint>, _change_id string"
+    )
+    return gold_rows(table, "gold.users", ("id",), soft_delete=False)
+
+
+def reconcile(spark: SparkSession, rows: DataFrame, tombs: list[tuple], states: list[tuple]):
+    tables = spark.createDataFrame([("gold.users", "users", "row", None)], GOLD)
+    frame = gold_reconciliation(
+        tables,
+        rows,
+        spark.createDataFrame(tombs, TOMBS),
+        spark.createDataFrame(states, STATES),
+    )
+    return frame.first().asDict()
+
+
+CORRECT = [(1, '{"id":"1"}', [5], "c5"), (2, '{"id":"2"}', [6], "c6")]
+
+
+def test_gold_passes_correct_data_and_counts_rejected_states(spark: SparkSession):
+    row = reconcile(
+        spark,
+        users(spark, CORRECT),
+        # 3 was deleted at seq 7; 1 was deleted at 4 and re-created at 5
+        [("users", '{"id":"3"}', [7]), ("users", '{"id":"1"}', [4])],
+        [
+            ("users", '{"id":"2"}', True, [6], "c6", None),
+            ("users", '{"id":"3"}', False, [7], "c7", None),
+            ("users", '{"id":"4"}', True, [8], "c8", "id: 'x' is not a bigint"),
+        ],
+    )
     assert row == {
-        "table": "gold.t",
+        "table": "gold.users",
         "entity_kind": "row",
         "schema_differences": None,
-        "live_rows": 3,
-        "expected_live_keys": 2,
-        "deleted_keys_live": 1,
-        "live_keys_not_in_log": 1,
-        "expected_keys_missing": 1,
-        "partial_changes": 0,
-        "unlogged_keys_allowed": 0,
-        "missing_keys_allowed": 0,
+        "rows": 2,
+        "live_rows": 2,
+        "null_record_keys": 0,
+        "null_key_columns": 0,
+        "duplicate_record_keys": 0,
+        "duplicate_keys": 0,
+        "deleted_keys_live": 0,
+        "states_not_applied": 0,
+        "rejected_states": 1,
+        "null_key_column_names": None,
     }
+
+
+def test_gold_counts_bad_keys_live_deleted_keys_and_states_not_applied(spark: SparkSession):
+    rows = users(
+        spark,
+        [
+            *CORRECT,
+            (3, '{"id":"3"}', [2], "c2"),  # put back by hand after its delete at seq 7
+            (None, '{"id":null}', [9], "c9"),  # empty key column
+            (None, None, [9], "c9"),  # no record key either
+            (2, '{"id":"2"}', [6], "c6"),  # a second row of key 2
+            (5, '{"id":"05"}', [1], "c1"),  # key 5 once as text, ...
+            (5, '{"id":"5"}', [1], "c1"),  # ... but twice as a typed key
+        ],
+    )
+    row = reconcile(
+        spark,
+        rows,
+        [("users", '{"id":"3"}', [7]), ("users", "{}", [0])],
+        [
+            ("users", '{"id":"1"}', True, [8], "c8", None),  # gold still at seq 5
+            ("users", '{"id":"6"}', True, [8], "c8", None),  # never merged
+        ],
+    )
+    assert {k: row[k] for k in row if k not in ("table", "entity_kind", "schema_differences")} == {
+        "rows": 8,
+        "live_rows": 8,
+        "null_record_keys": 1,
+        "null_key_columns": 2,
+        "null_key_column_names": "id",
+        "duplicate_record_keys": 2,
+        "duplicate_keys": 6,  # the two rows of 2, of 5, and the two null keys
+        "deleted_keys_live": 1,
+        "states_not_applied": 2,
+        "rejected_states": 0,
+    }
+
+
+def test_a_truncate_hides_older_rows_of_the_whole_table(spark: SparkSession):
+    row = reconcile(spark, users(spark, CORRECT), [("users", "{}", [6])], [])
+    assert row["deleted_keys_live"] == 1  # key 1 (seq 5) predates the truncate at 6
+
+
+def test_soft_deleted_rows_are_not_live(spark: SparkSession):
+    table = spark.createDataFrame(
+        [(1, '{"id":"1"}', [5], "c5", True)],
+        "id bigint, _record_key string, _seq array<bigint>, _change_id string, _deleted boolean",
+    )
+    rows = gold_rows(table, "gold.users", ("id",), soft_delete=True)
+    row = reconcile(
+        spark,
+        rows,
+        [("users", '{"id":"1"}', [5])],
+        [("users", '{"id":"1"}', False, [5], "c5", None)],
+    )
+    assert (row["rows"], row["live_rows"], row["deleted_keys_live"]) == (1, 0, 0)
+    assert row["states_not_applied"] == 0
