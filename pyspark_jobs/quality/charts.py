@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -40,7 +41,8 @@ def _svg(figure: Any, title: str) -> str:
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lakehouse"}):
         figure.savefig(buffer, format="svg", metadata={"Date": None, "Title": title})
     svg = buffer.getvalue()
-    return svg[svg.index("<svg") :]
+    # No XML prologue and no RDF metadata block (namespace URLs, nothing a page needs).
+    return re.sub(r"\s*<metadata>.*?</metadata>", "", svg[svg.index("<svg") :], flags=re.S)
 
 
 def _style(axes: Any) -> None:
