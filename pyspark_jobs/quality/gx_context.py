@@ -136,25 +136,30 @@ def build_docs(
     since: datetime.datetime | None = None,
     suites: tuple[str, ...] = (),
 ) -> None:
-    """Render Data Docs, then make the site work offline (``offline_docs``).
+    """Render Data Docs, then make the pages work offline (``offline_docs``).
 
     With ``since``: only the results validated after it, the named ``suites`` and the
-    index, so a gate's cost does not grow with the lake's history; everything when
-    ``since`` is None.
+    index, so a gate's cost does not grow with the lake's history (neither rendering nor
+    the offline rewrite); everything when ``since`` is None.
     """
+    site = docs_site_dir(Path(str(context.root_directory)).parent)
     if since is None:
         context.build_data_docs()
-    else:
-        fresh: list[Any] = [
-            key
-            for key in context.validation_results_store.list_keys()
-            if isinstance(key, ValidationResultIdentifier)
-            and key.run_id.run_time is not None
-            and key.run_id.run_time >= since
-        ]
-        fresh += [ExpectationSuiteIdentifier(name) for name in suites]
-        context.build_data_docs(resource_identifiers=fresh)
-    make_offline(docs_site_dir(Path(str(context.root_directory)).parent), since)
+        make_offline(site)
+        return
+    fresh = [
+        key
+        for key in context.validation_results_store.list_keys()
+        if isinstance(key, ValidationResultIdentifier)
+        and key.run_id.run_time is not None
+        and key.run_id.run_time >= since
+    ]
+    identifiers: list[Any] = [*fresh, *(ExpectationSuiteIdentifier(name) for name in suites)]
+    context.build_data_docs(resource_identifiers=identifiers)
+    pages = [site / "index.html"]
+    pages += [site / "expectations" / f"{Path(*name.split('.'))}.html" for name in suites]
+    pages += [page for key in fresh if (page := docs_page(context, key)) is not None]
+    make_offline(site, pages)
 
 
 def docs_page(context: FileDataContext, key: ValidationResultIdentifier) -> Path | None:

@@ -15,10 +15,10 @@ render) and the optional dark theme (``bootstrap-prefers-dark``, 150 kB of resty
 
 from __future__ import annotations
 
-import datetime
 import os
 import re
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 VENDOR = Path(__file__).resolve().parent / "data_docs_vendor"
@@ -81,15 +81,15 @@ def offline_html(html: str, page_dir: Path, site: Path) -> str:
     return REMOTE_ASSET.sub("", html)
 
 
-def make_offline(site: Path, since: datetime.datetime | None = None) -> list[Path]:
-    """Rewrite the site's pages built since ``since`` (all when None); the pages changed."""
+def make_offline(site: Path, pages: Iterable[Path] | None = None) -> list[Path]:
+    """Rewrite ``pages`` of the site (every page when None) to load nothing from the
+    network; the pages changed."""
     if not site.is_dir():
         return []
     copy_vendor(site)
-    after = since.timestamp() - 1 if since is not None else None
     changed = []
-    for page in site.rglob("*.html"):
-        if after is not None and page.stat().st_mtime < after:
+    for page in site.rglob("*.html") if pages is None else pages:
+        if not page.is_file():
             continue
         html = page.read_text(encoding="utf-8")
         fixed = offline_html(html, page.parent, site)
