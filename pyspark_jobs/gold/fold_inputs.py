@@ -52,10 +52,8 @@ def _log(spark: SparkSession, tables: Sequence[GoldTable], up_to: int) -> DataFr
     source: only the tables' sources are read)."""
     sources = sorted({t.source.name for t in tables})
     names = [t.table for t in tables]
-    return (
-        change_log_as_of(spark, up_to)
-        .where(F.col("source").isin(*sources) & F.col("table_name").isin(*names))
-        .withColumnRenamed("record_key", "_record_key")
+    return change_log_as_of(spark, up_to).where(
+        F.col("source").isin(*sources) & F.col("table_name").isin(*names)
     )
 
 
@@ -82,7 +80,6 @@ def gather(
     names = F.broadcast(specs.select("table_name"))
     changes = new.join(names, "table_name")
     keys = keys_of(changes)
-    new_ids = changes.select("change_id")
     # The table-wide key of every table: its truncates and their tombstones.
     table_wide = specs.select("table_name", F.lit(TABLE_WIDE_KEY).alias("_record_key"))
 
@@ -90,19 +87,15 @@ def gather(
     history_tables = [t for t in tables if t.entity.history]
     if family.refolds or history_tables:
         folded = list(tables) if family.refolds else history_tables
-        if family.derives_events:
-            log = _log(spark, related or tables, up_to)
-            event_specs = specs_frame(spark, related or tables)
-        else:
-            # A key's history is its own rows, and its table's truncates.
-            log = of_keys(_log(spark, folded, up_to), keys.unionByName(table_wide), truncated)
-            event_specs = specs_frame(spark, folded)
-        # Read once: the events refer to the log several times (own rows, implicit
-        # vertices, cascades, truncates).
-        log = materialized(log.withColumnRenamed("_record_key", "record_key"))
-        events = family.events(log, event_specs)
+        # Events may derive from every related table's rows (cascades, implicit vertices).
+        read = list(related or tables) if family.derives_events else folded
+        read_specs = specs_frame(spark, read)
+        read_new = new.join(F.broadcast(read_specs.select("table_name")), "table_name")
+        # Read once: the events refer to these rows several times.
+        rows = materialized(family.history_rows(_log(spark, read, up_to), read_specs, read_new))
+        events = family.events(rows, read_specs)
         histories = materialized(
-            sorted_history(events, new_ids).join(
+            sorted_history(events, read_new.select("change_id")).join(
                 F.broadcast(specs_frame(spark, folded).select("table_name")), "table_name"
             )
         )

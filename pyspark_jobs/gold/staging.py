@@ -18,7 +18,7 @@ and no table is skipped or applied twice. The next run replaces the pending rows
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -51,10 +51,15 @@ PENDING_COLUMNS: tuple[tuple[str, str], ...] = (
 
 @dataclass(frozen=True)
 class StagedRun:
-    """A staged run: the change-log version it applies and the tables it covers."""
+    """A staged run: the change-log version it applies and the tables it covers.
+
+    ``rows``: its staged rows, kept in memory by the run that staged them (the writes
+    then read them there); None for a run found unfinished, read back from the table.
+    """
 
     version: int
     tables: tuple[str, ...]
+    rows: DataFrame | None = field(default=None, compare=False)
 
 
 def ensure_pending_table(spark: SparkSession) -> None:
@@ -98,8 +103,10 @@ def stage(
     for frame, kind in ((states, STATE), (versions, VERSION), (history_keys, HISTORY_KEY)):
         if frame is not None:
             staged = staged.unionByName(_as_pending(frame, kind, version))
-    staged.write.format("delta").mode("overwrite").saveAsTable(PENDING_TABLE)
-    return StagedRun(version, tuple(tables))
+    # Computed once: written here, then read by every write of the run.
+    kept = staged.localCheckpoint(eager=True)
+    kept.write.format("delta").mode("overwrite").saveAsTable(PENDING_TABLE)
+    return StagedRun(version, tuple(tables), kept)
 
 
 def unfinished_run(spark: SparkSession, applied: dict[str, int]) -> StagedRun | None:
@@ -131,4 +138,6 @@ def staged_rows(spark: SparkSession, run: StagedRun, kind: str) -> DataFrame:
 
 def run_rows(spark: SparkSession, run: StagedRun) -> DataFrame:
     """Every staged row of ``run``, of all kinds."""
+    if run.rows is not None:
+        return run.rows
     return spark.table(PENDING_TABLE).where(F.col("silver_version") == run.version)

@@ -1,30 +1,24 @@
-"""A gold apply killed between any two of its commits loses nothing and doubles nothing.
+"""A gold apply stopped between any two of its commits loses nothing and doubles nothing.
 
-`lakehouse.gold_pending` makes every write after the fold repeatable: this kills a real
-process (SIGKILL of its group, by `LAKEHOUSE_FAULT`) at each crash point of a run in
-turn — the next process resumes the staged run and is itself killed at the next point —
-then compares every table with an uninterrupted apply of the same changes: gold rows,
-SCD2 history (no version lost), rejects (none recorded twice), tombstones and progress.
+`lakehouse.gold_pending` makes every write after the fold repeatable: this stops a run at
+each crash point in turn (`LAKEHOUSE_FAULT`, in raise mode: the run stops in this process
+with exactly the commits a kill there leaves) — the next run resumes the staged run and is
+itself stopped at the next point — then compares every table with an uninterrupted apply
+of the same changes: gold rows, SCD2 history (no version lost), rejects (none recorded
+twice), tombstones and progress. The crash drills (`tests/drills`) kill real processes.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-import yaml
 from pyspark.sql import DataFrame, SparkSession
 
-from pyspark_jobs.config import Entity, LakehouseConfig, Source, load_config
-from pyspark_jobs.faults import FAULT_ENV
+from pyspark_jobs.config import Entity, Source
+from pyspark_jobs.faults import FAULT_ENV, FAULT_MODE_ENV, InjectedFault
 from pyspark_jobs.gold.apply import apply_gold
-from pyspark_jobs.settings import PROJECT_ROOT, Settings
+from pyspark_jobs.settings import Settings
 from tests.conftest import reset_lake
-from tests.gold.changelog import append, change, create_change_log
+from tests.gold.changelog import append, change, config, create_change_log
 
 pytestmark = pytest.mark.slow
 
@@ -112,39 +106,18 @@ CRASH_POINTS = [
     "gold:progress",
 ]
 IGNORED = {"_updated_at", "recorded_at", "applied_at"}
-TABLES = {
-    "gold.c_users": "gold.db/c_users",
-    "gold.c_users_history": "gold.db/c_users_history",
-    "gold.c_cust": "gold.db/c_cust",
-    "gold.c_person": "gold.db/c_person",
-    "gold.c_person_history": "gold.db/c_person_history",
-    "gold.c_knows": "gold.db/c_knows",
-    "lakehouse.gold_rejects": "lakehouse.db/gold_rejects",
-    "lakehouse.gold_tombstones": "lakehouse.db/gold_tombstones",
-    "lakehouse.gold_progress": "lakehouse.db/gold_progress",
-}
-
-
-def write_config(folder: Path) -> LakehouseConfig:
-    def entity(e: Entity) -> dict:
-        return {
-            "name": e.name,
-            "table": e.table,
-            "key": list(e.key),
-            "columns": dict(e.columns),
-            "kind": e.kind,
-            "history": e.history,
-        }
-
-    sources = [
-        {"name": s.name, "format": s.format, "landing": str(folder / s.name)}
-        | {"entities": [entity(e) for e in s.entities]}
-        for s in (SHOP, CASS, GRAPH)
-    ]
-    path = folder / "config" / "sources.yml"
-    path.parent.mkdir(parents=True)
-    path.write_text(yaml.safe_dump({"sources": sources}, sort_keys=False))
-    return load_config(path)
+TABLES = [
+    "gold.c_users",
+    "gold.c_users_history",
+    "gold.c_cust",
+    "gold.c_person",
+    "gold.c_person_history",
+    "gold.c_knows",
+    "lakehouse.gold_rejects",
+    "lakehouse.gold_tombstones",
+    "lakehouse.gold_progress",
+]
+CONFIG = config(SHOP, CASS, GRAPH)
 
 
 def rows_of(frame: DataFrame) -> list[tuple]:
@@ -155,50 +128,36 @@ def rows_of(frame: DataFrame) -> list[tuple]:
     return sorted(tuple(str(v) for v in r) for r in frame.select(*kept).collect())
 
 
-def run_gold(lake: Path, config: Path, fault: str | None, batch: list | None) -> int:
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    env.pop(FAULT_ENV, None)
-    if fault:
-        env[FAULT_ENV] = fault
-    args = [
-        sys.executable,
-        "-m",
-        "tests.gold.crash_run",
-        "--lake",
-        str(lake),
-        "--config",
-        str(config),
-    ]
-    if batch is not None:
-        rows = lake.parent / f"rows-{len(list(lake.parent.glob('rows-*')))}.json"
-        rows.write_text(json.dumps([list(r) for r in batch], default=str))
-        args += ["--append", str(rows)]
-    done = subprocess.run(
-        args, cwd=PROJECT_ROOT, env=env, start_new_session=True, capture_output=True, text=True
-    )
-    assert done.returncode in (0, -9), done.stderr[-3000:]
-    return done.returncode
+def snapshot(spark: SparkSession) -> dict[str, list[tuple]]:
+    return {table: rows_of(spark.table(table)) for table in TABLES}
 
 
-def test_a_kill_between_any_two_writes_loses_and_doubles_nothing(
-    spark: SparkSession, settings: Settings, tmp_path: Path
+def test_a_stop_between_any_two_writes_loses_and_doubles_nothing(
+    spark: SparkSession, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ):
-    config = write_config(tmp_path)
-    lake = tmp_path / "crashed"
-    assert run_gold(lake, config.path, None, BATCH_1) == 0
-    killed = [run_gold(lake, config.path, CRASH_POINTS[0], BATCH_2)]
-    killed += [run_gold(lake, config.path, point, None) for point in CRASH_POINTS[1:]]
-    assert killed == [-9] * len(CRASH_POINTS), "every crash point was reached and killed"
-    assert run_gold(lake, config.path, None, None) == 0
-
+    quiet = {"log": lambda _: None}
     reset_lake(spark, settings)
     create_change_log(spark)
     for batch in (BATCH_1, BATCH_2):
         append(spark, batch)
-        apply_gold(spark, config, log=lambda _: None)
-    warehouse = lake / "warehouse"
-    for table, path in TABLES.items():
-        expected = rows_of(spark.table(table))
-        assert expected, f"the workload leaves rows in {table}"
-        found = rows_of(spark.read.format("delta").load(str(warehouse / path)))
-        assert found == expected, table
+        apply_gold(spark, CONFIG, **quiet)
+    expected = snapshot(spark)
+    assert all(expected.values()), "the workload leaves rows in every table"
+
+    reset_lake(spark, settings)
+    create_change_log(spark)
+    append(spark, BATCH_1)
+    apply_gold(spark, CONFIG, **quiet)
+    append(spark, BATCH_2)
+    monkeypatch.setenv(FAULT_MODE_ENV, "raise")
+    stopped = []
+    for point in CRASH_POINTS:
+        monkeypatch.setenv(FAULT_ENV, point)
+        with pytest.raises(InjectedFault) as fault:
+            apply_gold(spark, CONFIG, **quiet)
+        stopped.append(str(fault.value))
+    assert stopped == [f"stopped at crash point {p}" for p in CRASH_POINTS]
+    monkeypatch.delenv(FAULT_ENV)
+    apply_gold(spark, CONFIG, **quiet)
+
+    assert snapshot(spark) == expected

@@ -43,6 +43,26 @@ def own_events(history: DataFrame, specs: DataFrame) -> DataFrame:
     )
 
 
+def rows_of_touched_keys(log: DataFrame, specs: DataFrame, changes: DataFrame) -> DataFrame:
+    """The rows of ``log`` (change-log rows) that the histories of the keys ``changes``
+    (the new rows) touch are made of, when a key's events are its own rows: the rows of
+    those keys, the truncates of their tables, and every row of a table a new row
+    truncates."""
+    key = ["table_name", "record_key"]
+    truncated = changes.where(
+        (F.col("record_key") == TABLE_WIDE_KEY) & (F.col("op") == "truncate")
+    ).select("table_name")
+    wanted = (
+        changes.select(*key)
+        .unionByName(specs.select("table_name", F.lit(TABLE_WIDE_KEY).alias("record_key")))
+        .unionByName(
+            log.join(F.broadcast(truncated.distinct()), "table_name", "left_semi").select(*key)
+        )
+        .distinct()
+    )
+    return log.join(wanted, key, "left_semi")
+
+
 def is_table_wide() -> Column:
     """True for an event that truncates a whole table."""
     return (F.col("_record_key") == TABLE_WIDE_KEY) & (F.col("op") == "truncate")

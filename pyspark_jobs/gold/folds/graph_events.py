@@ -93,7 +93,11 @@ def _edge_cascade_deletes(
         )
         for end in EDGE_ENDS
     ]
-    columns = ["table_name", "_record_key", *(F.col(f"c_{c}").alias(c) for c in EVENT_COLUMNS[2:])]
+    columns: list[str | Column] = [
+        "table_name",
+        "_record_key",
+        *(F.col(f"c_{c}").alias(c) for c in EVENT_COLUMNS[2:]),
+    ]
     cascades = hits[0].select(*columns)
     for hit in hits[1:]:
         cascades = cascades.unionByName(hit.select(*columns))
@@ -124,3 +128,97 @@ def graph_events(history: DataFrame, specs: DataFrame) -> DataFrame:
     vertex_truncates = own.where((F.col("kind") == "vertex") & is_table_wide()).drop("kind")
     cascades = _edge_cascade_deletes(edges, vertices.unionByName(vertex_truncates), vertex_specs)
     return vertices.unionByName(edges).unionByName(cascades)
+
+
+def _involved(rows: DataFrame, specs: DataFrame) -> DataFrame:
+    """``change_id``, ``kind``, ``op`` and each vertex a change-log row involves
+    (``v_source``, ``v_type``, ``v_uid``): a vertex row its vertex, an edge row both ends,
+    a vertex-type truncate its type (``v_uid`` null: every vertex of the type)."""
+    keyed = rows.join(
+        F.broadcast(
+            specs.select(
+                "table_name",
+                "kind",
+                F.col("entity").alias("_type"),
+                F.col("key_columns")[0].alias("_vkey"),
+            )
+        ),
+        "table_name",
+    )
+    key = F.from_json("record_key", "map<string, string>")
+    wide = F.col("record_key") == TABLE_WIDE_KEY
+
+    def vertex(source: Column, typ: Column, uid: Column) -> Column:
+        return F.struct(source.alias("v_source"), typ.alias("v_type"), uid.alias("v_uid"))
+
+    involved = (
+        F.when(
+            F.col("kind") == "vertex",
+            F.array(vertex(F.col("source"), F.col("_type"), F.when(~wide, key[F.col("_vkey")]))),
+        )
+        .when(
+            (F.col("kind") == "edge") & ~wide,
+            F.array(
+                *[
+                    vertex(F.col("source"), key[f"{end}_type"], key[f"{end}_uid"])
+                    for end in EDGE_ENDS
+                ]
+            ),
+        )
+        .otherwise(F.array().cast("array<struct<v_source: string, v_type: string, v_uid: string>>"))
+    )
+    return keyed.select("change_id", "kind", "op", F.explode(involved).alias("v")).select(
+        "change_id", "kind", "op", "v.*"
+    )
+
+
+def _touching(involved: DataFrame, vertices: DataFrame) -> DataFrame:
+    """The rows of ``involved`` whose vertex is one of ``vertices`` (a null ``v_uid`` on
+    either side stands for every vertex of its type)."""
+    targets = vertices.select(
+        F.col("v_source").alias("t_source"),
+        F.col("v_type").alias("t_type"),
+        F.col("v_uid").alias("t_uid"),
+    ).distinct()
+    same_type = (F.col("v_source") == F.col("t_source")) & (F.col("v_type") == F.col("t_type"))
+    exact = involved.join(
+        targets.where(F.col("t_uid").isNotNull()),
+        same_type & (F.col("v_uid") == F.col("t_uid")),
+        "left_semi",
+    )
+    whole_type_here = involved.where(F.col("v_uid").isNull()).join(targets, same_type, "left_semi")
+    whole_type_there = involved.join(targets.where(F.col("t_uid").isNull()), same_type, "left_semi")
+    return exact.unionByName(whole_type_here).unionByName(whole_type_there)
+
+
+def graph_history_rows(log: DataFrame, specs: DataFrame, changes: DataFrame) -> DataFrame:
+    """The rows of ``log`` (change-log rows of the graph tables in ``specs``) that the full
+    histories of the keys ``changes`` (the new rows) affect are made of.
+
+    A key's events come from its own rows and from rows of other keys (implicit source
+    vertices, cascades, type truncates), and all of them involve a vertex. So: every row
+    involving a vertex a new row involves (its own rows, the edges touching it, its type's
+    truncates); then, for the edges among those, the deletes and type truncates of their
+    other ends (their cascades); every table-wide row (truncates are few); and every row
+    of an edge table a new row truncates. A vertex reached only as the other end of an
+    edge is not affected (no new event of its own), so its history may stay partial.
+    """
+    involved = _involved(log, specs)
+    first = _touching(involved, _involved(changes, specs)).select("change_id")
+    edge_ends = involved.where(F.col("kind") == "edge").join(first, "change_id", "left_semi")
+    removals = involved.where((F.col("kind") == "vertex") & F.col("op").isin("delete", "truncate"))
+    second = _touching(removals, edge_ends).select("change_id")
+    table_wide = log.where(F.col("record_key") == TABLE_WIDE_KEY).select("change_id")
+    truncated_edges = (
+        changes.where(F.col("record_key") == TABLE_WIDE_KEY)
+        .join(F.broadcast(specs.where(F.col("kind") == "edge").select("table_name")), "table_name")
+        .select("table_name")
+    )
+    whole_tables = log.join(F.broadcast(truncated_edges.distinct()), "table_name", "left_semi")
+    wanted = (
+        first.unionByName(second)
+        .unionByName(table_wide)
+        .unionByName(whole_tables.select("change_id"))
+        .distinct()
+    )
+    return log.join(wanted, "change_id", "left_semi")
