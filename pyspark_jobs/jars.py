@@ -69,6 +69,15 @@ def packages_conf(ivy_dir: Path = IVY_DIR) -> dict[str, str]:
     }
 
 
+def metastore_driver_jar(ivy_dir: Path = IVY_DIR) -> str:
+    """PostgreSQL's JDBC driver in the cache. A shared metastore needs it on the driver's
+    own classpath (``spark.driver.extraClassPath``): ``java.sql.DriverManager`` does not
+    see drivers that only ``spark.jars`` / ``spark.jars.packages`` load."""
+    group, artifact, version = PACKAGES[-1].split(":")
+    assert group == "org.postgresql"
+    return str(ivy_dir / "jars" / f"{group}_{artifact}-{version}.jar")
+
+
 def _manifest_header() -> str:
     # The manifest is stale when the coordinates change.
     return "# " + ",".join(PACKAGES) + " excluding " + ",".join(EXCLUDES)

@@ -102,16 +102,13 @@ class LakeLock:
         from delta.exceptions import DeltaConcurrentModificationException
         from delta.tables import DeltaTable
 
-        try:
-            return (
-                DeltaTable.createIfNotExists(self.spark)
-                .location(self.location)
-                .addColumns(LAKE_LOCK_SCHEMA)
-                .execute()
-            )
-        except DeltaConcurrentModificationException:
-            # Another host created it at the same moment.
-            return DeltaTable.forPath(self.spark, self.location)
+        if not DeltaTable.isDeltaTable(self.spark, self.location):
+            # The first lock of a lake creates the table (an empty append makes version 0;
+            # a second host doing the same at that moment loses the race, harmlessly).
+            empty = self.spark.createDataFrame([], LAKE_LOCK_SCHEMA)
+            with suppress(DeltaConcurrentModificationException):
+                empty.write.format("delta").mode("append").save(self.location)
+        return DeltaTable.forPath(self.spark, self.location)
 
     def _rows(self, table) -> list:  # noqa: ANN001 - DeltaTable
         from pyspark.sql import functions as F

@@ -69,7 +69,9 @@ def get_spark(settings: Settings, app_name: str = "cdc-lakehouse") -> SparkSessi
     # The lake itself may be remote (Spark creates its folders); the driver's own
     # files (Derby, derby.log) are always on this host.
     settings.local_dir.mkdir(parents=True, exist_ok=True)
-    builder = SparkSession.builder.appName(app_name).master(settings.master)
+    builder = SparkSession.builder.appName(app_name)
+    if settings.master:
+        builder = builder.master(settings.master)
     for key, value in spark_conf(settings).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()

@@ -130,6 +130,7 @@ class Settings:
     """
 
     lake_root: Path | str
+    # A master URL; "" keeps the one the JVM was launched with (spark-submit --master).
     master: str
     config_path: Path
     shuffle_partitions: int = 4
@@ -226,7 +227,11 @@ class Settings:
         local_dir = env.get("LAKEHOUSE_LOCAL_DIR")
         return cls(
             lake_root=env.get("LAKEHOUSE_ROOT", str(PROJECT_ROOT / "lake")),
-            master=env.get("LAKEHOUSE_SPARK_MASTER", "local[*]"),
+            # Under spark-submit (its JVM is up before Python: PYSPARK_GATEWAY_PORT), the
+            # master is spark-submit's --master unless LAKEHOUSE_SPARK_MASTER says otherwise.
+            master=env.get(
+                "LAKEHOUSE_SPARK_MASTER", "" if "PYSPARK_GATEWAY_PORT" in env else "local[*]"
+            ),
             config_path=Path(env.get("LAKEHOUSE_CONFIG", DEFAULT_CONFIG)).resolve(),
             shuffle_partitions=int(env.get("LAKEHOUSE_SHUFFLE_PARTITIONS", "4")),
             driver_memory=env.get("LAKEHOUSE_DRIVER_MEMORY", "2g"),
