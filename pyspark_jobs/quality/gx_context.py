@@ -82,6 +82,8 @@ def register(context: FileDataContext, spec: CheckpointSpec) -> gx.Checkpoint:
         # GX logs and drops an invalid expectation; a gate must not quietly get weaker.
         raise GateDefinitionError(f"suite {spec.suite['name']}: an expectation is not valid")
     suite = context.suites.add_or_update(suite)
+    for store in (context.checkpoint_store, context.validation_definition_store):
+        _drop_if_stale(store, spec.name)
     datasource = context.data_sources.add_or_update_pandas(name=DATASOURCE)
     asset_name = spec.asset or spec.name
     try:
@@ -103,6 +105,19 @@ def register(context: FileDataContext, spec: CheckpointSpec) -> gx.Checkpoint:
             result_format=result_format(spec.index),
         )
     )
+
+
+def _drop_if_stale(store: Any, name: str) -> None:
+    """Remove a stored definition named ``name`` that no longer loads, e.g. one an older
+    gate layout wrote against a data asset that is gone: GX's ``add_or_update`` would
+    fail reading it, and the committed definition replaces it anyway."""
+    key = store.get_key(name=name)
+    if not store.has_key(key):
+        return
+    try:
+        store.get(key)
+    except Exception:  # noqa: BLE001 - any definition that does not load is stale
+        store.remove_key(key)
 
 
 def run_checkpoint(

@@ -197,3 +197,20 @@ def test_data_docs_name_the_run_and_asset_and_fetch_nothing_from_the_network(
         assert remote == [], html_page
         for asset in re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"#]+)"', text):
             assert (html_page.parent / asset).resolve().is_file(), (html_page, asset)
+
+
+def test_a_stale_definition_of_an_older_gate_layout_is_replaced(context):
+    # An older layout had a checkpoint of the same name on an asset that no longer exists.
+    import great_expectations as gx
+
+    old = context.data_sources.add_pandas(name="old layout")
+    batch = old.add_dataframe_asset(name="gold.tables").add_batch_definition_whole_dataframe("b")
+    suite = context.suites.add(gx.ExpectationSuite(name="old suite"))
+    definition = context.validation_definitions.add(
+        gx.ValidationDefinition(name="gold.tables", data=batch, suite=suite)
+    )
+    context.checkpoints.add(gx.Checkpoint(name="gold.tables", validation_definitions=[definition]))
+    context.data_sources.delete("old layout")
+
+    outcome, _ = validate(context, "gold", [gold_row("gold.users")])
+    assert outcome.success and outcome.error is None
