@@ -27,8 +27,7 @@ from pyspark_jobs.quality.gx_context import data_docs_index
 from pyspark_jobs.quality.report import write_report
 from pyspark_jobs.run_summary import RunSummary, bronze_totals, format_summary, silver_totals
 from pyspark_jobs.settings import Settings
-from pyspark_jobs.silver.dbt_runner import run_dbt
-from pyspark_jobs.silver.entity_registry import publish_entities
+from pyspark_jobs.silver.build import build_silver
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -55,8 +54,7 @@ def _build_layers(
         return bronze_totals(spark)
 
     def silver() -> dict[str, Any]:
-        publish_entities(spark, config)
-        run_dbt(settings, ["run"])
+        build_silver(spark, settings, config, log=log)
         return silver_totals(spark)
 
     def gold() -> dict[str, Any]:

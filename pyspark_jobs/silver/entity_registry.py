@@ -6,11 +6,15 @@ only they can split); dbt cannot read our YAML, so the pipeline writes it as a t
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from pyspark.sql import DataFrame, SparkSession
 
 from pyspark_jobs.config import LakehouseConfig
 
 ENTITIES_TABLE = "lakehouse.entities"
+_FINGERPRINT = "lakehouse.entities.fingerprint"
 _SCHEMA = (
     "source string, entity string, table_name string, entity_kind string, "
     "key_columns array<string>, columns map<string, string>"
@@ -25,8 +29,27 @@ def entity_rows(spark: SparkSession, config: LakehouseConfig) -> DataFrame:
     return spark.createDataFrame(rows, _SCHEMA)
 
 
-def publish_entities(spark: SparkSession, config: LakehouseConfig) -> None:
-    """Replace ``lakehouse.entities`` with the entities of ``config``."""
+def entities_fingerprint(config: LakehouseConfig) -> str:
+    """A hash of the declared entities (what ``entity_rows`` holds)."""
+    rows = [
+        (s.name, e.name, e.table, e.kind, list(e.key), dict(e.columns)) for s, e in config.tables()
+    ]
+    return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _published_fingerprint(spark: SparkSession) -> str | None:
+    if not spark.catalog.tableExists(ENTITIES_TABLE):
+        return None
+    found = spark.sql(f"show tblproperties {ENTITIES_TABLE} ('{_FINGERPRINT}')").first()
+    return None if found is None else str(found["value"])
+
+
+def publish_entities(spark: SparkSession, config: LakehouseConfig) -> bool:
+    """Make ``lakehouse.entities`` hold the entities of ``config``; False when it already
+    did (the table keeps their fingerprint as a property: no rewrite, no read)."""
+    fingerprint = entities_fingerprint(config)
+    if _published_fingerprint(spark) == fingerprint:
+        return False
     spark.sql("create database if not exists lakehouse")
     (
         entity_rows(spark, config)
@@ -35,3 +58,7 @@ def publish_entities(spark: SparkSession, config: LakehouseConfig) -> None:
         .option("overwriteSchema", "true")
         .saveAsTable(ENTITIES_TABLE)
     )
+    spark.sql(
+        f"alter table {ENTITIES_TABLE} set tblproperties ('{_FINGERPRINT}' = '{fingerprint}')"
+    )
+    return True
