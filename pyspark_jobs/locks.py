@@ -50,6 +50,23 @@ class LockBusy(RuntimeError):
     """Another process holds the lock."""
 
 
+def _lost_race() -> tuple[type[Exception], ...]:
+    """Delta's errors for a commit that lost to a concurrent one. (Its Python classes do
+    not share a base: ``DeltaConcurrentModificationException`` alone catches none.)"""
+    from delta import exceptions as delta
+
+    return (
+        delta.DeltaConcurrentModificationException,
+        delta.ConcurrentWriteException,
+        delta.MetadataChangedException,
+        delta.ProtocolChangedException,
+        delta.ConcurrentAppendException,
+        delta.ConcurrentDeleteReadException,
+        delta.ConcurrentDeleteDeleteException,
+        delta.ConcurrentTransactionException,
+    )
+
+
 @contextmanager
 def exclusive_lock(path: Path, what: str) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` or raise ``LockBusy`` at once.
@@ -99,14 +116,13 @@ class LakeLock:
         self.clock = clock
 
     def _table(self):  # -> DeltaTable
-        from delta.exceptions import DeltaConcurrentModificationException
         from delta.tables import DeltaTable
 
         if not DeltaTable.isDeltaTable(self.spark, self.location):
             # The first lock of a lake creates the table (an empty append makes version 0;
             # a second host doing the same at that moment loses the race, harmlessly).
             empty = self.spark.createDataFrame([], LAKE_LOCK_SCHEMA)
-            with suppress(DeltaConcurrentModificationException):
+            with suppress(*_lost_race()):
                 empty.write.format("delta").mode("append").save(self.location)
         return DeltaTable.forPath(self.spark, self.location)
 
@@ -127,7 +143,6 @@ class LakeLock:
 
     def acquire(self) -> None:
         """Take every name, or raise ``LockBusy`` naming a live holder; all or none."""
-        from delta.exceptions import DeltaConcurrentModificationException
         from pyspark.sql import functions as F
 
         table = self._table()
@@ -152,7 +167,7 @@ class LakeLock:
                     .whenNotMatchedInsertAll()
                     .execute()
                 )
-            except DeltaConcurrentModificationException:
+            except _lost_race():
                 continue  # another host committed first: read again
             rows = self._rows(table)
             if all(r.holder == self.holder for r in rows) and len(rows) == len(self.names):
@@ -164,13 +179,12 @@ class LakeLock:
 
     def renew(self) -> None:
         """Push the lease of the held names forward (the holder's heartbeat)."""
-        from delta.exceptions import DeltaConcurrentModificationException
         from pyspark.sql import functions as F
 
         table = self._table()
         expires = int(self.clock() * 1000) + self.lease_ms
         # Another lock changing at the same moment makes this beat fail: the next renews.
-        with suppress(DeltaConcurrentModificationException):
+        with suppress(*_lost_race()):
             table.update(
                 condition=(F.col("holder") == F.lit(self.holder)) & F.col("name").isin(self.names),
                 set={"expires_at_ms": F.lit(expires)},
@@ -178,7 +192,6 @@ class LakeLock:
 
     def release(self) -> None:
         """Delete the rows this holder has (rows taken over by others stay)."""
-        from delta.exceptions import DeltaConcurrentModificationException
         from pyspark.sql import functions as F
 
         table = self._table()
@@ -187,7 +200,7 @@ class LakeLock:
             try:
                 table.delete(condition)
                 return
-            except DeltaConcurrentModificationException:
+            except _lost_race():
                 continue
 
     @contextmanager

@@ -448,6 +448,9 @@ def cluster_defaults(pg_port: int) -> str:
         "spark.hadoop.hive.metastore.schema.verification": "false",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
+        # Small tasks: run them on any free executor at once rather than waiting up to
+        # 3 s per stage for a "local" one (the default) -- here every slot is as local.
+        "spark.locality.wait": "0s",
         # Two one-core executors: one on each worker (the master spreads them).
         "spark.cores.max": "2",
         "spark.executor.cores": "1",

@@ -1,0 +1,215 @@
+"""The pipeline on a cluster, by configuration only (issue 14).
+
+One run, as lean as it can be: `scripts/cluster.py start` (PostgreSQL metastore, a Spark
+standalone master with two workers, a Thrift Server), then `lakehouse run` on the samples
+with the cluster's settings and a `file://` lake root: the jobs are an application of the
+master with executors on both workers, silver is built by dbt through the Thrift Server.
+While that jobs application still holds the shared catalog, an analyst's `dbt run` and
+`dbt test` go through the same Thrift Server. Then everything stops (and nothing may be
+left running, whatever failed), and gold must equal a local run on a plain-path lake with
+the embedded Derby metastore.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pyspark_jobs.config import LakehouseConfig
+from pyspark_jobs.pipeline import run_pipeline
+from pyspark_jobs.settings import PROJECT_ROOT, Settings
+from tests.conftest import copy_of_samples, gold_table_names, reset_lake
+
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]
+
+BIN = Path(sys.executable).parent
+SCRIPT = PROJECT_ROOT / "scripts" / "cluster.py"
+# Set by each apply: the only gold column that differs between two correct runs.
+APPLY_TIME = "_updated_at"
+
+
+def cluster_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cluster_script", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def read_env(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if line)
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.load(response)
+
+
+@contextmanager
+def loopback_cluster(run_dir: Path, lake_root: str) -> Iterator[dict[str, str]]:
+    """The cluster's environment (cluster.env) while it runs; stopped whatever happens,
+    and then no process of it may be left."""
+    script = [sys.executable, str(SCRIPT)]
+    try:
+        started = subprocess.run(
+            [*script, "start", "--dir", str(run_dir), "--lake-root", lake_root],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert started.returncode == 0, f"cluster start failed:\n{started.stdout}{started.stderr}"
+        yield {**os.environ, **read_env(run_dir / "cluster.env")}
+    finally:
+        stopped = subprocess.run(
+            [*script, "stop", "--dir", str(run_dir)], capture_output=True, text=True, timeout=600
+        )
+        state = json.loads((run_dir / "state.json").read_text() or "{}")
+        left = cluster_script().marked_processes(run_dir.resolve(), state.get("pg_dir"))
+        assert stopped.returncode == 0, f"cluster stop failed:\n{stopped.stdout}{stopped.stderr}"
+        assert left == [], f"processes left after stop: {left}"
+
+
+class Lines:
+    """A process's output lines, read by a thread, waited for by content."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.seen: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, args=(process,), daemon=True).start()
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def wait_for(self, *texts: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self._queue.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.seen.append(line)
+            if any(text in line for text in texts):
+                return line
+        tail = "\n".join(self.seen[-60:])
+        raise AssertionError(f"none of {texts} in the output:\n{tail}")
+
+
+def dbt(args: list[str], env: dict[str, str]) -> str:
+    out = subprocess.run(
+        [str(BIN / "dbt"), *args, "--profiles-dir", ".", "--target", "thrift"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, f"dbt {args} failed:\n{out.stdout[-4000:]}\n{out.stderr[-2000:]}"
+    return out.stdout
+
+
+class Phases:
+    """Wall time of each phase, printed (pytest -s, or the log of a failed run)."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def done(self, phase: str) -> None:
+        now = time.monotonic()
+        print(f"cluster test: {phase}: {now - self.last:.0f} s", flush=True)
+        self.last = now
+
+
+def gold_rows(spark: SparkSession, table: str, location: str | None = None) -> list[tuple]:
+    frame = spark.read.format("delta").load(location) if location else spark.table(table)
+    columns = sorted(c for c in frame.columns if c != APPLY_TIME)
+    return sorted((tuple(r) for r in frame.select(*columns).collect()), key=repr)
+
+
+@pytest.mark.timeout(3000)
+def test_the_pipeline_on_the_cluster_matches_the_local_run(
+    spark: SparkSession, settings: Settings, tmp_path_factory: pytest.TempPathFactory
+):
+    config: LakehouseConfig = copy_of_samples(tmp_path_factory.mktemp("cluster-samples"))
+    run_dir = tmp_path_factory.mktemp("cluster-run")
+    lake_root = tmp_path_factory.mktemp("cluster-lake").as_uri()  # file:///...
+    assert lake_root.startswith("file:///")
+    phases = Phases()
+
+    with loopback_cluster(run_dir, lake_root) as env:
+        phases.done("cluster started")
+        # `--every` keeps the jobs application (and its metastore connection) alive after
+        # its first cycle, while the master is looked at and the analyst works.
+        jobs = subprocess.Popen(
+            [str(BIN / "lakehouse"), "--config", str(config.path), "run", "--every", "3600"],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            output = Lines(jobs)
+            ended = output.wait_for("cycle 1: succeeded", "cycle 1: stopped", timeout=2400)
+            assert "succeeded" in ended, "\n".join(output.seen[-60:])
+            assert any("Concurrency: 1 threads (target='thrift')" in s for s in output.seen)
+            phases.done("lakehouse run on the cluster")
+
+            # The master's application list: the jobs and the Thrift Server run on it,
+            # with executors on both workers.
+            state = json.loads((run_dir / "state.json").read_text())
+            master = get_json(f"http://127.0.0.1:{state['master']['webui_port']}/json/")
+            apps = {app["name"]: app for app in master["activeapps"]}
+            assert set(apps) == {"cdc-lakehouse", "lakehouse-thrift-server"}
+            assert apps["cdc-lakehouse"]["cores"] == 2
+            jobs_app = apps["cdc-lakehouse"]["id"]
+            workers = [get_json(f"{w['webuiaddress']}/json/") for w in master["workers"]]
+            assert len(workers) == 2
+            for worker in workers:
+                assert jobs_app in {e["appid"] for e in worker["executors"]}, worker
+
+            # An analyst on the same catalog, while the jobs application holds it too.
+            assert "Completed successfully" in dbt(["run"], env)
+            phases.done("analyst dbt run")
+            assert "Completed successfully" in dbt(["test"], env)
+            phases.done("analyst dbt test")
+        finally:
+            jobs.send_signal(signal.SIGTERM)  # ends --every after the cycle in flight
+            try:
+                jobs.wait(timeout=180)
+            except subprocess.TimeoutExpired:
+                os.killpg(jobs.pid, signal.SIGKILL)
+                jobs.wait()
+        assert jobs.returncode == 0
+    phases.done("jobs and cluster stopped")
+
+    # The same samples on the embedded default: a plain-path lake, Derby, local[2].
+    local = reset_lake(spark, settings)
+    assert run_pipeline(spark, local, config, log=lambda _: None) == 0
+    warehouse = f"{lake_root.rstrip('/')}/warehouse"
+    for table in gold_table_names(config):
+        schema, name = table.split(".")
+        on_cluster = gold_rows(spark, table, f"{warehouse}/{schema}.db/{name}")
+        assert on_cluster == gold_rows(spark, table), table
+    assert sum(len(gold_rows(spark, t)) for t in gold_table_names(config)) > 0
+    phases.done("local run and comparison")

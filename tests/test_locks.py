@@ -1,0 +1,135 @@
+"""Locks that hold across hosts: rows of a Delta table in the lake, taken by MERGE.
+
+Two holders here are two ``LakeLock`` objects with their own holder ids, as two hosts
+would be; the lock table sits behind a ``file://`` URI, as a shared lake does.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pyspark_jobs.locks import LakeLock, LockBusy, named_locks
+from pyspark_jobs.settings import DEFAULT_CONFIG, Settings
+from pyspark_jobs.storage import read_text, write_once
+
+
+def what(name: str) -> str:
+    return f"an ingest of {name!r}"
+
+
+def lake_lock(spark: SparkSession, location: str, names: list[str], **kwargs) -> LakeLock:
+    return LakeLock(spark, location, names, lease_seconds=600, what=what, **kwargs)
+
+
+def holders(spark: SparkSession, location: str) -> dict[str, str]:
+    return {r.name: r.holder for r in spark.read.format("delta").load(location).collect()}
+
+
+def test_a_second_holder_is_refused_until_the_first_releases(spark: SparkSession, tmp_path: Path):
+    location = (tmp_path / "locks").as_uri()
+    first = lake_lock(spark, location, ["ingest-a", "ingest-b"], holder="host-1")
+    second = lake_lock(spark, location, ["ingest-b"], holder="host-2")
+    first.acquire()
+    with pytest.raises(LockBusy, match=r"an ingest of 'ingest-b' is already running \(host "):
+        second.acquire()
+    assert holders(spark, location) == {"ingest-a": "host-1", "ingest-b": "host-1"}
+    first.release()
+    second.acquire()
+    assert holders(spark, location) == {"ingest-b": "host-2"}
+
+
+def test_all_or_none(spark: SparkSession, tmp_path: Path):
+    location = (tmp_path / "locks").as_uri()
+    lake_lock(spark, location, ["ingest-a"], holder="host-1").acquire()
+    with pytest.raises(LockBusy):
+        lake_lock(spark, location, ["ingest-b", "ingest-a"], holder="host-2").acquire()
+    assert holders(spark, location) == {"ingest-a": "host-1"}
+
+
+def test_a_dead_holders_lock_expires_and_its_late_release_frees_nothing(
+    spark: SparkSession, tmp_path: Path
+):
+    location = (tmp_path / "locks").as_uri()
+    now = 1_800_000_000.0
+    crashed = lake_lock(spark, location, ["ingest-a"], holder="crashed", clock=lambda: now)
+    crashed.acquire()
+    early = lake_lock(spark, location, ["ingest-a"], holder="early", clock=lambda: now + 599)
+    with pytest.raises(LockBusy):
+        early.acquire()
+    late = lake_lock(spark, location, ["ingest-a"], holder="late", clock=lambda: now + 601)
+    late.acquire()
+    crashed.release()
+    assert holders(spark, location) == {"ingest-a": "late"}
+
+
+def test_renewing_keeps_the_lease(spark: SparkSession, tmp_path: Path):
+    location = (tmp_path / "locks").as_uri()
+    clock = [1_800_000_000.0]
+    holder = lake_lock(spark, location, ["ingest-a"], holder="alive", clock=lambda: clock[0])
+    holder.acquire()
+    clock[0] += 500
+    holder.renew()
+    other = lake_lock(spark, location, ["ingest-a"], holder="other", clock=lambda: clock[0] + 200)
+    with pytest.raises(LockBusy):
+        other.acquire()
+
+
+def test_two_hosts_racing_for_one_lock_one_wins(spark: SparkSession, tmp_path: Path):
+    location = (tmp_path / "locks").as_uri()
+    lake_lock(spark, location, ["warm-up"]).acquire()  # the table exists: a pure MERGE race
+    start = threading.Barrier(2)
+    outcomes: dict[str, str] = {}
+
+    def contend(holder: str) -> None:
+        lock = lake_lock(spark, location, ["ingest-a"], holder=holder)
+        start.wait()
+        try:
+            lock.acquire()
+            outcomes[holder] = "won"
+        except LockBusy:
+            outcomes[holder] = "refused"
+
+    threads = [threading.Thread(target=contend, args=(h,)) for h in ("host-1", "host-2")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes.values()) == ["refused", "won"]
+    winner = next(h for h, outcome in outcomes.items() if outcome == "won")
+    assert holders(spark, location)["ingest-a"] == winner
+
+
+def test_host_locks_are_taken_without_a_session(tmp_path: Path):
+    settings = Settings(tmp_path / "lake", "local[1]", DEFAULT_CONFIG)
+
+    def no_session() -> SparkSession:
+        raise AssertionError("host locks must not start Spark")
+
+    busy = pytest.raises(LockBusy, match="an ingest of 'ingest-a' is already running")
+    held = named_locks(settings, ["ingest-a"], what, no_session)
+    with held, busy, named_locks(settings, ["ingest-a"], what, no_session):
+        pass
+
+
+def test_a_uri_lake_takes_lake_locks(spark: SparkSession, tmp_path: Path):
+    settings = Settings((tmp_path / "lake").as_uri(), "local[1]", DEFAULT_CONFIG)
+    with named_locks(settings, ["ingest-a"], what, lambda: spark):
+        assert holders(spark, settings.lock_table_location).keys() == {"ingest-a"}
+        with pytest.raises(LockBusy), named_locks(settings, ["ingest-a"], what, lambda: spark):
+            pass
+    assert holders(spark, settings.lock_table_location) == {}
+
+
+@pytest.mark.parametrize("as_uri", [False, True], ids=["path", "file-uri"])
+def test_small_files_are_written_once(spark: SparkSession, tmp_path: Path, as_uri: bool):
+    target = tmp_path / "checkpoint" / "lakehouse_app_id"
+    location = target.as_uri() if as_uri else str(target)
+    assert read_text(spark, location) is None
+    assert write_once(spark, location, "first")
+    assert not write_once(spark, location, "second")
+    assert read_text(spark, location) == "first"
+    assert target.read_text() == "first"
