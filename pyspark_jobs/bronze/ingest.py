@@ -105,6 +105,14 @@ def _batch_writer(
         ).withColumn("ingest_date", F.to_date("ingested_at"))
         stamped = stamped.persist()
         try:
+            # One pass for both counts; a table with nothing to add gets no commit.
+            counted = stamped.agg(
+                F.count(F.lit(1)).alias("read"),
+                F.count_if(F.col("problem").isNotNull()).alias("quarantined"),
+            ).first()
+            assert counted is not None
+            quarantined = int(counted["quarantined"])
+            landed = int(counted["read"]) - quarantined
             good = stamped.where(F.col("problem").isNull()).select(
                 "source", "format", *RECORD_COLUMNS, "ingested_at", "batch_id", "ingest_date"
             )
@@ -121,7 +129,12 @@ def _batch_writer(
                 "batch_id",
                 "ingest_date",
             )
-            for frame, table, suffix in ((good, RAW_TABLE, "raw"), (bad, QUARANTINE_TABLE, "q")):
+            for frame, table, suffix, rows in (
+                (good, RAW_TABLE, "raw", landed),
+                (bad, QUARANTINE_TABLE, "q", quarantined),
+            ):
+                if not rows:
+                    continue
                 (
                     frame.write.format("delta")
                     .mode("append")
@@ -129,7 +142,6 @@ def _batch_writer(
                     .option("txnVersion", batch_id)
                     .saveAsTable(table)
                 )
-            landed, quarantined = good.count(), bad.count()
         finally:
             stamped.unpersist()
         report.batches[batch_id] = BatchCounts(landed + quarantined, landed, quarantined)
