@@ -176,7 +176,8 @@ def _observed_summary(check: dict[str, Any], noun: str) -> str:
         return "no rows"
     distinct = {json.dumps(v, sort_keys=True) for v in values.values()}
     if len(distinct) == 1:
-        return f"{_show(next(iter(values.values())))} for all {len(values)} {noun}"
+        value = next(iter(values.values()))
+        return f"{'null' if value is None else _show(value)} for all {len(values)} {noun}"
     numbers = [v for v in values.values() if isinstance(v, (int, float))]
     if len(numbers) == len(values):
         return f"max {_show(max(numbers))} over {len(values)} {noun}"
