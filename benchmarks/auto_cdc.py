@@ -10,6 +10,7 @@ compared with ours (part ``python -m benchmarks.auto_cdc`` does the comparison).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -78,21 +79,20 @@ def try_auto_cdc(debezium_landing: str, ours: str, folder: str) -> dict[str, Any
             }
         )
     )
-    conf = {
-        **SUBMIT_CONF,
-        "spark.sql.warehouse.dir": str(warehouse),
-        # Delta's jars: the ones `make setup` resolved, as every session of the project.
-        "spark.jars": ",".join(local_jars()),
-    }
+    conf = {**SUBMIT_CONF, "spark.sql.warehouse.dir": str(warehouse)}
     command = [str(Path(sys.executable).with_name("spark-pipelines"))]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     command += ["run", "--spec", str(spec)]
     log = work / "spark-pipelines.log"
+    # Delta's jars (the ones `make setup` resolved) on the JVM's own class path: the session
+    # extension and catalog are loaded before `spark.jars` could add them, and classes from
+    # both loaders make the catalog refuse Delta tables.
+    env = {**child_env(), "SPARK_DIST_CLASSPATH": os.pathsep.join(local_jars())}
     started = time.time()
     with log.open("w") as sink:
         code = subprocess.run(
-            command, stdout=sink, stderr=subprocess.STDOUT, env=child_env(), cwd=work
+            command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=work
         ).returncode
     seconds = time.time() - started
     output = log.read_text()

@@ -101,11 +101,9 @@ def cmd_ingest(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_silver(ctx: Context, args: argparse.Namespace) -> int:
-    from pyspark_jobs.silver.dbt_runner import run_dbt
-    from pyspark_jobs.silver.entity_registry import publish_entities
+    from pyspark_jobs.silver.build import build_silver
 
-    publish_entities(ctx.spark, ctx.config)
-    run_dbt(ctx.settings, ["run", *(["--full-refresh"] if args.full_refresh else [])])
+    build_silver(ctx.spark, ctx.settings, ctx.config, full_refresh=args.full_refresh, log=_log)
     return 0
 
 
@@ -241,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
         "silver",
         help="build silver.change_log from bronze with dbt (in-process)",
         description="Publish the declared entities, then `dbt run` the project inside this "
-        "process's Spark session.",
+        "process's Spark session: only the incremental models when only bronze moved since "
+        "the last build, nothing when neither bronze nor the project changed.",
     )
     silver.add_argument(
         "--full-refresh", action="store_true", help="rebuild the change log from all of bronze"
