@@ -45,7 +45,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pyspark_jobs.jars import metastore_driver_jar, packages_conf  # noqa: E402
+from pyspark_jobs.jars import local_jars, metastore_driver_jar, packages_conf  # noqa: E402
 from pyspark_jobs.session import spark_conf  # noqa: E402
 from pyspark_jobs.settings import DEFAULT_CONFIG, Settings, read_spark_defaults  # noqa: E402
 
@@ -332,6 +332,11 @@ class Cluster:
             "spark.driver.memory": "1g",
             "spark.driver.extraJavaOptions": f"{MARKER}{self.dir}",
             "spark.master": settings.master,
+            # Delta on the server's own class path (its jars are on this host): the Thrift
+            # Server's sessions resolve Delta's catalog classes through a loader that does
+            # not see `spark.jars.packages` (NoClassDefFoundError AbstractDeltaCatalogClient).
+            # The metastore's JDBC driver is among them.
+            "spark.driver.extraClassPath": os.pathsep.join(local_jars()),
         }
         props = self.dir / "thrift-server.conf"
         props.touch(mode=0o600)
