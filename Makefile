@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-test setup-cluster cluster-up cluster-down cluster-run run test drills report bench lint format dbt-run dbt-test dbt-docs clean constraints
+.PHONY: help setup setup-test setup-cluster cluster-up cluster-down cluster-run run test drills report bench bench-check lint format dbt-run dbt-test dbt-docs clean constraints
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ report: setup ## build the data-quality report (Data Docs + run summary) and pri
 BENCH_ARGS ?=
 bench: setup ## measure the pipeline beside the copy floor and a hand-written MERGE (BENCH_ARGS="--events 100000")
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+
+bench-check: setup ## the bench harness end to end at a tiny size (correctness, no timing; a few minutes)
+	$(BIN)/python -m pytest -m bench tests/test_bench_smoke.py
 
 lint: setup ## ruff, mypy and sqlfluff
 	$(BIN)/ruff check pyspark_jobs tests benchmarks

@@ -27,6 +27,10 @@ fields as (
         json_object_keys(value) as value_fields,
         get_json_object(value, '$.collection') as collection,
         {{ json_key_field('value', '$.entity') }} as entity_id,
+        {# An entity id is a JSON string or number; get_json_object reads true and "true" alike. #}
+        get_json_object(value, '$.entity') in ('true', 'false')
+        and schema_of_variant(try_variant_get(try_parse_json(value), '$.entity')) = 'BOOLEAN'
+            as entity_is_boolean,
         get_json_object(value, '$.clientid') as client_id,
         try_cast(get_json_object(value, '$.request') as bigint) as request,
         try_cast(get_json_object(value, '$.part') as bigint) as part,
@@ -55,6 +59,11 @@ checked as (
         case
             when value is null then null
             when value_fields is null then 'value is not a JSON object'
+            when entity_is_boolean
+                then concat(
+                    'key column entity is a JSON boolean, not a string or number: ',
+                    get_json_object(value, '$.entity')
+                )
             when ops is null or size(ops) = 0 then 'no ops'
             when patch_op is null then 'no op field'
             when patch_op not in ('add', 'remove', 'replace')

@@ -209,7 +209,7 @@ def tigergraph() -> list[dict]:
 def debezium_patch() -> list[dict]:
     t = "my-db.entity-patches"
 
-    def patch(offset: int, entity: str | list[str], request: int, ops: list[dict]) -> dict:
+    def patch(offset: int, entity: str | list[str] | bool, request: int, ops: list[dict]) -> dict:
         return record(
             t,
             offset,
@@ -255,6 +255,7 @@ def debezium_patch() -> list[dict]:
         patch(105, E2, 11, [{"op": "add", "path": "", "value": {"firstName": "B"}}]),
         # the entity id is a JSON string or number, not a list
         patch(106, [E1, E2], 12, [{"op": "add", "path": "age", "value": 1}]),
+        patch(107, True, 13, [{"op": "add", "path": "age", "value": 1}]),
     ]
 
 

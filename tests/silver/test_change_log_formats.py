@@ -707,6 +707,13 @@ def test_every_reject_reason_lands_in_the_rejects_table(spark, lake):
                 f'key column entity is a JSON array, not a string: ["{E1}","{E2}"]',
             ),
             (
+                "debezium_patch",
+                "my-db.entity-patches",
+                107,
+                "Contacts",
+                "key column entity is a JSON boolean, not a string or number: true",
+            ),
+            (
                 "goldengate",
                 "erp.ORDER_LINES",
                 101,
@@ -824,7 +831,7 @@ def test_the_silver_gate_accounts_for_every_bronze_record(spark, lake):
         "erp_goldengate": (8, 0, 6, 0, 0, 0),
         "inventory_opencdc": (6, 0, 2, 0, 0, 0),
         "social_tigergraph": (14, 0, 6, 0, 0, 0),
-        "contacts_entity_patches": (8, 0, 4, 0, 0, 0),
+        "contacts_entity_patches": (8, 0, 5, 0, 0, 0),
         "fastdata_pr_update": (8, 0, 3, 0, 0, 0),
         "inventory_cassandra": (1, 0, 2, 0, 0, 0),
     }
