@@ -139,6 +139,18 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
         )
 
 
+def cmd_replay_rejects(ctx: Context, args: argparse.Namespace) -> int:
+    from pyspark_jobs.bronze.ingest import chosen_sources, ingest_locks
+
+    # Silver is built as part of the replay: refuse beside a run or an ingest, as run does.
+    chosen_sources(ctx.config, args.source or ())  # an unknown name is a usage error
+    with ingest_locks(ctx.settings, chosen_sources(ctx.config), lambda: ctx.spark):
+        from pyspark_jobs.silver.replay import replay_rejects
+
+        replay_rejects(ctx.spark, ctx.settings, ctx.config, args.source or (), log=_log)
+    return 0
+
+
 def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.pipeline import gate_failure_message, write_run_report
     from pyspark_jobs.quality.gates import run_gate
@@ -280,6 +292,21 @@ def build_parser() -> argparse.ArgumentParser:
         "took longer), until SIGTERM or Ctrl-C",
     )
     run.set_defaults(handler=cmd_run)
+
+    replay = sub.add_parser(
+        "replay-rejects",
+        help="land the silver rejects that are valid now (after a config fix), exactly once",
+        description="Build silver as `lakehouse silver` does, with the current config, "
+        "and stage the bronze records of silver.change_log_rejects again: those that now "
+        "make valid changes land in silver.change_log (each change once, however often "
+        "replayed) and leave the rejects; the others stay, with their current reason. The "
+        "next gold run applies the landed changes. Takes the pipeline's locks: exit 3 "
+        "while a run or an ingest is in progress.",
+    )
+    replay.add_argument(
+        "--source", action="append", metavar="NAME", help="only this source's rejects (repeatable)"
+    )
+    replay.set_defaults(handler=cmd_replay_rejects)
 
     validate = sub.add_parser(
         "validate",

@@ -8,7 +8,14 @@
     The unified change log: one row per distinct change of every source, in one schema.
     Append-only; a change redelivered under a new Kafka offset has the same change_id and
     is kept once (the first delivery).
+
+    Replay (`lakehouse replay-rejects`, vars replay_rejects: true and optionally
+    replay_sources: [names]): the bronze records that change_log_rejects holds are staged
+    again with the current config, and those that now make valid changes land here; the
+    anti join on change_id lands each change once however often they are replayed. dbt
+    cannot see a ref behind a var when it parses, hence the depends_on line.
 #}
+-- depends_on: {{ ref('change_log_rejects') }}
 with
 
 keyed as (
@@ -16,8 +23,27 @@ keyed as (
     where
         reject_reason is null and not is_noop
         {% if is_incremental() %}
-            and bronze_commit_version > (
-                select coalesce(max(lineage.bronze_commit_version), -1) from {{ this }}
+            and (
+                bronze_commit_version > (
+                    select coalesce(max(lineage.bronze_commit_version), -1) from {{ this }}
+                )
+                {% if var('replay_rejects', false) %}
+                    or (source, lineage.topic, lineage.`partition`, lineage.`offset`) in (
+                        select
+                            source,
+                            lineage.topic,
+                            lineage.`partition`,
+                            lineage.`offset`
+                        from {{ ref('change_log_rejects') }}
+                        {% if var('replay_sources', []) %}
+                            where source in (
+                                {%- for name in var('replay_sources') -%}
+                                    {{ dbt.string_literal(name) }}{{ ', ' if not loop.last }}
+                                {%- endfor -%}
+                            )
+                        {% endif %}
+                    )
+                {% endif %}
             )
         {% endif %}
 ),

@@ -1,7 +1,8 @@
 {#
     Bronze records that are valid JSON but not valid messages of their format, with the
-    reason and their bronze lineage. Fix the source or the config and they can be
-    replayed; nothing is dropped silently.
+    reason and their bronze lineage. Fix the config and replay them
+    (`lakehouse replay-rejects`): the now-valid ones land in change_log once and leave
+    this table; nothing is dropped silently.
 #}
 with
 

@@ -62,26 +62,40 @@ def new_changes(
     """Change-log rows of ``tables`` committed after each table's applied version, up to
     ``up_to_version`` (``applied``: table -> version; -1 for a table never applied).
 
-    The change data feed is read once, from the least advanced table.
+    The change data feed is read once, from the least advanced table that has applied
+    something. A table that never applied anything takes every row it has in the change
+    log as of ``up_to_version`` (the log is append-only, so that is the same rows): a
+    table declared long after the log began does not need its whole history, which
+    ``lakehouse maintain`` may have vacuumed and Delta refuses to read beyond the table's
+    deleted-file retention.
     """
     after = {t: applied.get(t, -1) for t in tables}
-    start = min(after.values(), default=up_to_version)
-    if start >= up_to_version:
+    fresh = [t for t, v in after.items() if v < 0]
+    following = {t: v for t, v in after.items() if v >= 0}
+    parts = []
+    if fresh:
+        parts.append(change_log_as_of(spark, up_to_version).where(F.col("table_name").isin(fresh)))
+    start = min(following.values(), default=up_to_version)
+    if start < up_to_version:
+        feed = (
+            spark.read.format("delta")
+            .option("readChangeFeed", "true")
+            .option("startingVersion", start + 1)
+            .option("endingVersion", up_to_version)
+            .table(CHANGE_LOG_TABLE)
+            .where(F.col("_change_type") == "insert")
+        )
+        bounds = spark.createDataFrame(
+            list(following.items()), "table_name string, _applied bigint"
+        )
+        parts.append(
+            feed.join(F.broadcast(bounds), "table_name")
+            .where(F.col("_commit_version") > F.col("_applied"))
+            .drop("_change_type", "_commit_timestamp", "_commit_version", "_applied")
+        )
+    if not parts:
         return spark.table(CHANGE_LOG_TABLE).limit(0)
-    feed = (
-        spark.read.format("delta")
-        .option("readChangeFeed", "true")
-        .option("startingVersion", start + 1)
-        .option("endingVersion", up_to_version)
-        .table(CHANGE_LOG_TABLE)
-        .where(F.col("_change_type") == "insert")
-    )
-    bounds = spark.createDataFrame(list(after.items()), "table_name string, _applied bigint")
-    return (
-        feed.join(F.broadcast(bounds), "table_name")
-        .where(F.col("_commit_version") > F.col("_applied"))
-        .drop("_change_type", "_commit_timestamp", "_commit_version", "_applied")
-    )
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 
 def change_log_as_of(spark: SparkSession, version: int) -> DataFrame:

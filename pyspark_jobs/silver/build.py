@@ -17,9 +17,11 @@ with the bronze version it read and a fingerprint of the dbt project's files:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -90,24 +92,28 @@ def build_silver(
     config: LakehouseConfig,
     full_refresh: bool = False,
     log: Callable[[str], None] = print,
+    dbt_vars: Mapping[str, Any] | None = None,
 ) -> SilverBuild:
     """Bring silver up to date with bronze: the whole dbt project, its incremental models
-    only, or nothing, as above. Raises ``DbtFailed`` when dbt fails (nothing recorded)."""
+    only, or nothing, as above. ``dbt_vars`` are passed to dbt (the replay of rejects,
+    ``silver/replay.py``): a build with vars always runs. Raises ``DbtFailed`` when dbt
+    fails (nothing recorded)."""
     _ensure_builds_table(spark)
     bronze = latest_version(spark, RAW_TABLE) if spark.catalog.tableExists(RAW_TABLE) else -1
     fingerprint = project_fingerprint()
     new_entities = publish_entities(spark, config)
     last = None if full_refresh else _last_build(spark)
     built = all(spark.catalog.tableExists(t) for t in SILVER_TABLES)
-    if last == (bronze, fingerprint) and built and not new_entities:
+    if last == (bronze, fingerprint) and built and not new_entities and not dbt_vars:
         log(f"silver: nothing new since the last build (bronze version {bronze})")
         return SilverBuild("skipped", bronze)
+    variables = ["--vars", json.dumps(dict(dbt_vars))] if dbt_vars else []
     if last is not None and last[1] == fingerprint and built:
         kind = "incremental"
-        run_dbt(settings, ["run", "--select", "config.materialized:incremental"])
+        run_dbt(settings, ["run", "--select", "config.materialized:incremental", *variables])
     else:
         kind = "full"
-        run_dbt(settings, ["run", *(["--full-refresh"] if full_refresh else [])])
+        run_dbt(settings, ["run", *(["--full-refresh"] if full_refresh else []), *variables])
     spark.createDataFrame(
         [(bronze, fingerprint, kind)], "bronze_version bigint, fingerprint string, kind string"
     ).withColumn("built_at", F.current_timestamp()).write.format("delta").mode(
