@@ -44,7 +44,23 @@ _SIMPLE_TYPES = {
     "json",
 }
 _DECIMAL = re.compile(r"^decimal\(\s*\d+\s*,\s*\d+\s*\)$")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Entity names are matched against message content and never become SQL; still, none of
+# them needs a quote, backtick, semicolon, backslash or control character, so refuse those.
+_ENTITY_NAME = re.compile(r"(?!\s)[^`'\";\\\x00-\x1f\x7f]+(?<!\s)")
+# Gold adds these columns to every table (``gold/tables.py``, ``gold/scd2_history.py``).
+_RESERVED_COLUMNS = (
+    "_record_key",
+    "_seq",
+    "_change_id",
+    "_source",
+    "_event_ts",
+    "_updated_at",
+    "_cell_ts",
+    "_deleted",
+    "_deleted_at",
+)
+_HISTORY_COLUMNS = ("valid_from", "valid_to", "is_current")
 _STARTING_OFFSETS = ("earliest", "latest")
 
 
@@ -136,10 +152,45 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
     try:
-        raw = yaml.safe_load(path.read_text())
+        # _StrictLoader is a SafeLoader: no arbitrary Python objects.
+        raw = yaml.load(path.read_text(), Loader=_StrictLoader)
+    except _DuplicateKey as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from exc
     return _Parser(path, os.environ if environ is None else environ).config(raw)
+
+
+class _DuplicateKey(ValueError):
+    """A mapping of the YAML file names one key twice."""
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (it would keep the
+    last one silently: a second ``table:`` would quietly win)."""
+
+
+def _mapping_without_duplicates(
+    loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            twice = key in seen
+            seen.add(key)
+        except TypeError:  # an unhashable key: construct_mapping reports it
+            continue
+        if twice:
+            line = key_node.start_mark.line + 1
+            raise _DuplicateKey(f"line {line}: {key}: expected each key once in a mapping")
+    return loader.construct_mapping(node, deep)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _mapping_without_duplicates,
+)
 
 
 class _Parser:
@@ -159,9 +210,24 @@ class _Parser:
     def text(self, value: Any, key: str, pattern: re.Pattern[str] | None = None) -> str:
         if not isinstance(value, str) or not value:
             raise self.fail(key, "a non-empty string")
-        if pattern is not None and not pattern.match(value):
+        if pattern is not None and not pattern.fullmatch(value):
             raise self.fail(key, f"an identifier matching {pattern.pattern}, got {value!r}")
         return value
+
+    def known_keys(self, raw: Mapping[str, Any], where: str, allowed: set[str]) -> None:
+        unknown = sorted(str(k) for k in set(raw) - allowed)
+        if unknown:
+            raise self.fail(f"{where}.{unknown[0]}", f"one of {', '.join(sorted(allowed))}")
+
+    def folder(self, value: Any, key: str) -> Path:
+        """A landing folder: relative to the repo (``base``) or absolute, never through
+        ``..`` (a relative one could leave the repo, an absolute one needs none)."""
+        text = self.text(value, key)
+        if ".." in Path(text).parts:
+            raise self.fail(
+                key, f"a folder inside the repo or an absolute path, without '..', got {text!r}"
+            )
+        return self.base / text
 
     def flag(self, value: Any, key: str) -> bool:
         if not isinstance(value, bool):
@@ -188,9 +254,9 @@ class _Parser:
 
     def config(self, raw: Any) -> LakehouseConfig:
         top = self.mapping(raw, "(top level)")
-        unknown = set(top) - {"sources", "quality", "gold"}
+        unknown = sorted(str(k) for k in set(top) - {"sources", "quality", "gold"})
         if unknown:
-            raise self.fail(sorted(unknown)[0], "one of sources, quality, gold")
+            raise self.fail(unknown[0], "one of gold, quality, sources")
         sources_raw = top.get("sources")
         if not isinstance(sources_raw, Sequence) or isinstance(sources_raw, str) or not sources_raw:
             raise self.fail("sources", "a non-empty list of sources")
@@ -199,17 +265,29 @@ class _Parser:
         for name in names:
             if names.count(name) > 1:
                 raise self.fail("sources", f"unique source names, {name!r} appears twice")
-        tables = [(e.table, s.name) for s in sources for e in s.entities]
+        # The metastore folds case: `Users` and `users` are one table; a history table
+        # `<table>_history` takes a name too.
+        tables = [
+            (name, s.name)
+            for s in sources
+            for e in s.entities
+            for name in (e.table, *([f"{e.table}_history"] if e.history else []))
+        ]
         seen: dict[str, str] = {}
         for table, source in tables:
-            if table in seen:
+            if table.lower() in seen:
                 raise self.fail(
                     f"sources[{source}].entities",
-                    f"unique gold table names, {table!r} is also used by {seen[table]!r}",
+                    f"unique gold table names, {table!r} is also used by {seen[table.lower()]!r}",
                 )
-            seen[table] = source
+            seen[table.lower()] = source
         quality = self.mapping(top.get("quality", {}), "quality")
+        self.known_keys(quality, "quality", {"quarantine_rate_max", "reject_rate_max"})
         gold = self.mapping(top.get("gold", {}), "gold")
+        self.known_keys(gold, "gold", {"tombstone_retention_days"})
+        retention = gold.get("tombstone_retention_days", 30)
+        if isinstance(retention, bool) or not isinstance(retention, int):
+            raise self.fail("gold.tombstone_retention_days", "a whole number of days")
         return LakehouseConfig(
             path=self.path,
             sources=sources,
@@ -220,12 +298,7 @@ class _Parser:
                 quality.get("reject_rate_max", 0.01), "quality.reject_rate_max", 0, 1
             ),
             tombstone_retention_days=int(
-                self.number(
-                    gold.get("tombstone_retention_days", 30),
-                    "gold.tombstone_retention_days",
-                    0,
-                    36500,
-                )
+                self.number(retention, "gold.tombstone_retention_days", 0, 36500)
             ),
         )
 
@@ -233,16 +306,13 @@ class _Parser:
         src = self.mapping(raw, where)
         name = self.text(src.get("name"), f"{where}.name", _IDENTIFIER)
         where = f"sources[{name}]"
-        allowed = {"name", "format", "landing", "kafka", "entities"}
-        unknown = set(src) - allowed
-        if unknown:
-            raise self.fail(f"{where}.{sorted(unknown)[0]}", f"one of {', '.join(sorted(allowed))}")
+        self.known_keys(src, where, {"name", "format", "landing", "kafka", "entities"})
         fmt = src.get("format")
         if fmt not in FORMATS:
             raise self.fail(f"{where}.format", f"one of {', '.join(FORMATS)}, got {fmt!r}")
         landing = None
         if "landing" in src:
-            landing = self.base / self.text(src["landing"], f"{where}.landing")
+            landing = self.folder(src["landing"], f"{where}.landing")
         kafka = self.kafka(src["kafka"], f"{where}.kafka") if "kafka" in src else None
         if (landing is None) == (kafka is None):
             raise self.fail(where, "exactly one of landing (a folder) or kafka")
@@ -256,10 +326,22 @@ class _Parser:
         entities = tuple(
             self.entity(e, f"{where}.entities[{i}]") for i, e in enumerate(entities_raw)
         )
+        entity_names = [e.name for e in entities]
+        for entity_name in entity_names:
+            if entity_names.count(entity_name) > 1:
+                # Silver joins changes to the declared entity by name: twice would double them.
+                raise self.fail(
+                    f"{where}.entities", f"unique entity names, {entity_name!r} appears twice"
+                )
         return Source(name=name, format=fmt, entities=entities, landing=landing, kafka=kafka)
 
     def kafka(self, raw: Any, where: str) -> KafkaLocation:
         kafka = self.mapping(raw, where)
+        self.known_keys(
+            kafka,
+            where,
+            {"bootstrap_servers", "topics", "topic_pattern", "starting_offsets", "options"},
+        )
         servers = self.expand(
             self.text(kafka.get("bootstrap_servers"), f"{where}.bootstrap_servers"),
             f"{where}.bootstrap_servers",
@@ -276,6 +358,9 @@ class _Parser:
         ):
             raise self.fail(f"{where}.starting_offsets", "earliest, latest or a JSON offsets spec")
         options = self.mapping(kafka.get("options", {}), f"{where}.options")
+        for k, v in options.items():
+            if not isinstance(v, (str, int, float, bool)):
+                raise self.fail(f"{where}.options.{k}", "a string, number or boolean")
         return KafkaLocation(
             bootstrap_servers=servers,
             topics=tuple(self.text(t, f"{where}.topics") for t in topics),
@@ -288,19 +373,38 @@ class _Parser:
 
     def entity(self, raw: Any, where: str) -> Entity:
         ent = self.mapping(raw, where)
-        allowed = {"name", "table", "key", "columns", "kind", "soft_delete", "history", "defaults"}
-        unknown = set(ent) - allowed
-        if unknown:
-            raise self.fail(f"{where}.{sorted(unknown)[0]}", f"one of {', '.join(sorted(allowed))}")
+        self.known_keys(
+            ent,
+            where,
+            {"name", "table", "key", "columns", "kind", "soft_delete", "history", "defaults"},
+        )
         name = self.text(ent.get("name"), f"{where}.name")
+        if not _ENTITY_NAME.fullmatch(name):
+            raise self.fail(
+                f"{where}.name",
+                "an entity name without quotes, backticks, semicolons, backslashes, control "
+                f"characters or surrounding spaces, got {name!r}",
+            )
+        history = self.flag(ent.get("history", False), f"{where}.history")
         table = self.text(ent.get("table"), f"{where}.table", _IDENTIFIER)
         columns_raw = self.mapping(ent.get("columns"), f"{where}.columns")
         if not columns_raw:
             raise self.fail(f"{where}.columns", "at least one column")
         columns: dict[str, str] = {}
+        reserved = {*_RESERVED_COLUMNS, *(_HISTORY_COLUMNS if history else ())}
         for col, typ in columns_raw.items():
             self.text(col, f"{where}.columns", _IDENTIFIER)
-            typ = str(typ).strip().lower()
+            # Spark's column names ignore case.
+            if col.lower() in reserved:
+                raise self.fail(f"{where}.columns.{col}", "a name gold does not use itself")
+            same = [c for c in columns if c.lower() == col.lower()]
+            if same:
+                raise self.fail(
+                    f"{where}.columns.{col}", f"names unique ignoring case, {same[0]!r} is declared"
+                )
+            if not isinstance(typ, str):
+                raise self.fail(f"{where}.columns.{col}", f"a type name, got {typ!r}")
+            typ = typ.strip().lower()
             if typ not in _SIMPLE_TYPES and not _DECIMAL.match(typ):
                 raise self.fail(
                     f"{where}.columns.{col}",
@@ -314,6 +418,8 @@ class _Parser:
         for k in key:
             if k not in columns:
                 raise self.fail(f"{where}.key", f"key column {k!r} to be declared in columns")
+            if key.count(k) > 1:
+                raise self.fail(f"{where}.key", f"each key column once, {k!r} appears twice")
         kind = ent.get("kind", "row")
         if kind not in ENTITY_KINDS:
             raise self.fail(f"{where}.kind", f"one of {', '.join(ENTITY_KINDS)}, got {kind!r}")
@@ -325,7 +431,7 @@ class _Parser:
             columns=columns,
             kind=kind,
             soft_delete=self.flag(ent.get("soft_delete", False), f"{where}.soft_delete"),
-            history=self.flag(ent.get("history", False), f"{where}.history"),
+            history=history,
             defaults=defaults,
         )
 

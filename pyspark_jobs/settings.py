@@ -57,13 +57,32 @@ def join_location(root: str | Path, *parts: str) -> str:
 
 
 def _lake_root(value: str | Path) -> Path | str:
-    """A folder becomes an absolute ``Path``; a URI stays text (trailing ``/`` removed)."""
+    """A folder becomes an absolute ``Path``; a URI stays text (trailing ``/`` removed).
+
+    A lake on this host's disk must be a folder or not exist yet: a file there (or a file
+    in its path) is refused now, before anything is written beside it.
+    """
     if isinstance(value, Path) or not is_uri(value):
-        return Path(value).resolve()
+        folder = Path(value).resolve()
+        _refuse_file(folder, str(value))
+        return folder
     parsed = urlparse(value)
     if parsed.scheme == "file" and not parsed.path.startswith("/"):
         raise SettingsError(f"lake root {value!r}: a file: URI needs an absolute path")
+    if parsed.scheme == "file":
+        _refuse_file(Path(unquote(parsed.path)), value)
     return value.rstrip("/") if parsed.path not in ("", "/") else value
+
+
+def _refuse_file(folder: Path, given: str) -> None:
+    """Raise unless ``folder`` is a folder or can become one (its nearest existing
+    ancestor is a folder)."""
+    for existing in (folder, *folder.parents):
+        if existing.exists():
+            if not existing.is_dir():
+                found = "it is a file" if existing == folder else f"{existing} is a file"
+                raise SettingsError(f"lake root {given!r}: expected a folder, {found}")
+            return
 
 
 def expand_vars(text: str, environ: Mapping[str, str], where: str) -> str:

@@ -90,3 +90,63 @@ def test_a_second_run_on_the_same_lake_refuses_at_once(tmp_path: Path):
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
+
+
+def _listing(root: Path) -> dict[str, bytes | None]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() if p.is_file() else None for p in root.rglob("*")
+    }
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        (
+            "a table name holding SQL",
+            "lakehouse: config error: {config}: sources[only].entities[0].table: expected an "
+            "identifier matching [A-Za-z_][A-Za-z0-9_]*, got 't`; drop table gold.t; --'",
+        ),
+        (
+            "a landing path escaping the repo",
+            "lakehouse: config error: {config}: sources[only].landing: expected a folder inside "
+            "the repo or an absolute path, without '..', got '../../../etc'",
+        ),
+        (
+            "a lake root that is a file",
+            "lakehouse: settings error: lake root '{lake}': expected a folder, it is a file",
+        ),
+    ],
+    ids=("table-holding-sql", "landing-escaping-repo", "lake-root-is-a-file"),
+)
+def test_config_abuse_exits_2_before_spark_and_writes_nothing(
+    tmp_path: Path, case: str, expected: str
+):
+    """The real command: one line on stderr, exit 2, no JVM started (nothing written in
+    the working directory either: no derby.log, no metastore)."""
+    import time
+
+    config = tmp_path / "config" / "sources.yml"
+    config.parent.mkdir()
+    table = "'t`; drop table gold.t; --'" if "SQL" in case else "t"
+    landing = "../../../etc" if "escaping" in case else "landing"
+    config.write_text(
+        f"sources:\n  - name: only\n    format: db2\n    landing: {landing}\n    entities:\n"
+        f"      - {{name: t, table: {table}, key: [id], columns: {{id: bigint}}}}\n"
+    )
+    lake = tmp_path / "lake"
+    if "file" in case:
+        lake.write_text("a file, not a folder\n")
+    before = _listing(tmp_path)
+    started = time.time()
+    out = subprocess.run(
+        [*LAKEHOUSE, "--config", str(config), "--lake-root", str(lake), "run"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [expected.format(config=config, lake=lake)]
+    assert out.stdout == ""
+    assert _listing(tmp_path) == before
+    assert time.time() - started < 30  # a JVM and a run take minutes

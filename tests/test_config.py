@@ -142,3 +142,84 @@ def test_bad_defaults_name_the_column_and_type(tmp_path: Path, change, message):
         load_config(path)
     assert str(error.value).startswith(f"{path}: ")
     assert message in str(error.value)
+
+
+# Config abuse: names that would be SQL if pasted into a statement, paths that leave the
+# repo, keys nobody reads, values of the wrong type. Each is one line naming file and key.
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # identifiers: table and column names become SQL identifiers (quoted, but only
+        # after this check); a trailing newline is not an identifier either
+        (("table: orders", "table: 'or`ders'"), "entities[0].table: expected an identifier"),
+        (("table: orders", 'table: "orders; drop"'), "entities[0].table: expected an identifier"),
+        (("table: orders", 'table: "orders\'"'), "entities[0].table: expected an identifier"),
+        (("table: orders", 'table: "orders\\n"'), "entities[0].table: expected an identifier"),
+        (("{id: bigint,", '{"i`d": bigint, id: bigint,'), "entities[0].columns: expected an ident"),
+        (("{id: bigint,", '{"id;--": bigint, id: bigint,'), "entities[0].columns: expected an"),
+        (("{id: bigint,", '{"i\\"d": bigint, id: bigint,'), "entities[0].columns: expected an ide"),
+        (("name: orders", "name: 'ord;ers'"), "sources[0].name: expected an identifier"),
+        # entity names are data, never SQL, but have no use for these characters either
+        (("name: shop.orders", "name: 'shop.`orders`'"), "entities[0].name: expected an entity"),
+        (("name: shop.orders", 'name: "shop.orders\'"'), "entities[0].name: expected an entity"),
+        (("name: shop.orders", "name: 'shop;orders'"), "entities[0].name: expected an entity"),
+        # names Spark or gold would read as the same column or table
+        (
+            ("{id: bigint,", "{id: bigint, ID: string,"),
+            "columns.ID: expected names unique ignoring",
+        ),
+        (("{id: bigint,", "{id: bigint, _seq: string,"), "columns._seq: expected a name gold does"),
+        (("key: [id]", "key: [id, id]"), "entities[0].key: expected each key column once"),
+        (("table: t,", "table: ORDERS,"), "expected unique gold table names, 'ORDERS' is also"),
+        # paths
+        (
+            ("landing: data/orders", "landing: ../../outside"),
+            "sources[orders].landing: expected a folder inside the repo or an absolute path, "
+            "without '..', got '../../outside'",
+        ),
+        (("landing: data/orders", "landing: /srv/../etc"), "sources[orders].landing: expected"),
+        # unknown keys, at every level
+        (("sources:", "sink: x\nsources:"), "sink: expected one of gold, quality, sources"),
+        (("landing: data/orders", "landig: data/orders"), "sources[orders].landig: expected one"),
+        (("soft_delete: true", "histroy: true"), "entities[0].histroy: expected one of"),
+        (("topics: [a, b]", "topics: [a, b]\n      topicz: [c]"), "kafka.topicz: expected one"),
+        (("sources:", "quality: {quarantine_rate: 0.5}\nsources:"), "quality.quarantine_rate: "),
+        (("sources:", "gold: {retention: 3}\nsources:"), "gold.retention: expected one of"),
+        # wrong types
+        (("soft_delete: true", "soft_delete: 'yes'"), "entities[0].soft_delete: expected true or"),
+        (("soft_delete: true", "history: 1"), "entities[0].history: expected true or false"),
+        (("key: [id]", "key: id"), "entities[0].key: expected a non-empty list of key columns"),
+        (
+            ('columns: {id: bigint, amount: "decimal(10, 2)", note: string}', "columns: [id]"),
+            "entities[0].columns: expected a mapping",
+        ),
+        (("note: string}", "note: 5}"), "entities[0].columns.note: expected a type name, got 5"),
+        (("topics: [a, b]", "topics: a"), "kafka.topics: expected a list of topic names"),
+        (("{kafka.sasl", "{x: [1], kafka.sasl"), "kafka.options.x: expected a string, number or"),
+        (("sources:", "quality: {quarantine_rate_max: '1%'}\nsources:"), "quality.quarantine_rat"),
+        (("sources:", "gold: {tombstone_retention_days: 1.5}\nsources:"), "tombstone_retention_da"),
+        (("sources:", "gold: [1]\nsources:"), "gold: expected a mapping"),
+        # a key given twice: YAML would silently keep the last one
+        (("table: orders", "table: orders\n        table: users"), "line 9: table: expected each"),
+    ],
+)
+def test_config_abuse_is_one_line_naming_file_and_key(tmp_path: Path, change, message):
+    text = GOOD.replace(*change)
+    assert text != GOOD, change
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path, {"BROKERS": "b", "JAAS": "j"})
+    assert str(error.value).startswith(f"{path}: ")
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_absolute_and_plain_relative_landing_folders_still_load(tmp_path: Path):
+    config = load_config(
+        write(tmp_path, GOOD.replace("landing: data/orders", f"landing: {tmp_path / 'in'}")),
+        {"BROKERS": "b", "JAAS": "j"},
+    )
+    assert config.source("orders").landing == tmp_path / "in"
+    spaced = GOOD.replace("name: shop.orders", "name: dbo.Order Details$1")
+    entity = load_config(write(tmp_path, spaced), {"BROKERS": "b", "JAAS": "j"}).sources[0]
+    assert entity.entities[0].name == "dbo.Order Details$1"

@@ -139,3 +139,15 @@ def test_a_bad_conf_flag_is_one_line_and_exit_2(tmp_path: Path):
     assert out.stderr.strip() == (
         "lakehouse: settings error: --conf: expected spark.KEY=VALUE, got 'executor.cores'"
     )
+
+
+def test_a_lake_root_that_is_or_lies_under_a_file_is_refused(tmp_path: Path):
+    file = tmp_path / "not-a-folder"
+    file.write_text("x")
+    with pytest.raises(SettingsError, match=r"expected a folder, it is a file$"):
+        Settings.from_env({"LAKEHOUSE_ROOT": str(file)})
+    with pytest.raises(SettingsError, match=f"expected a folder, {file} is a file$"):
+        Settings.from_env({"LAKEHOUSE_ROOT": f"file://{file}/lake"})
+    assert Settings.from_env({"LAKEHOUSE_ROOT": str(tmp_path / "new" / "lake")}).lake_root == (
+        tmp_path / "new" / "lake"
+    )

@@ -1,10 +1,10 @@
 {#
     Every staged change with its declared entity: the canonical record key built from the
     entity's declared key columns, the change id, and the reason a change cannot enter the
-    log (format problems from staging, an undeclared entity, missing key columns, a
-    one-string key that does not split into the key columns, a key value that is a JSON
-    object or array, or does not cast to its column's declared type). A truncate names no
-    key: its record_key is '{}'.
+    log (format problems from staging, an undeclared entity, a field named twice in the
+    key or the row image, missing key columns, a one-string key that does not split into
+    the key columns, a key value that is a JSON object or array, or does not cast to its
+    column's declared type). A truncate names no key: its record_key is '{}'.
 #}
 with
 
@@ -48,7 +48,26 @@ key_values as (
         case
             when size(key_columns) = 1 then array(key_text)
             else split(key_text, '_', -1)
-        end as text_parts
+        end as text_parts,
+        {#
+            A field named twice in the key or the row image: JSON parsers disagree on
+            which one counts (Spark's take the first, most others the last), so the
+            change cannot be read one way only.
+        #}
+        get(
+            filter(
+                json_object_keys(key_json),
+                (k, i) -> array_position(json_object_keys(key_json), k) != i + 1
+            ),
+            0
+        ) as key_field_twice,
+        get(
+            filter(
+                json_object_keys(row_image),
+                (k, i) -> array_position(json_object_keys(row_image), k) != i + 1
+            ),
+            0
+        ) as image_field_twice
     from declared
 ),
 
@@ -174,6 +193,10 @@ final as (
             when is_noop then null
             when entity is null then 'no entity name in the message'
             when table_name is null then concat('entity not declared in config: ', entity)
+            when key_field_twice is not null
+                then concat('field named twice in the key: ', key_field_twice)
+            when image_field_twice is not null
+                then concat('field named twice in the row image: ', image_field_twice)
             when key_problem is not null then key_problem
             when exists(key_parts, v -> v is null)
                 then concat(

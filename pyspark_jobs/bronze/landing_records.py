@@ -11,6 +11,12 @@ every producer of landing files writes it. Spark's ``from_json`` would re-render
 (``1.50`` -> ``1.5``, ``"\\u00e9"`` -> ``"é"``), so the text is cut from the line and checked
 against the parsed value; elsewhere in the line (and for ``key``) the compact rendering of
 Spark's JSON parser is kept.
+
+Before any of that, a line must be strict JSON text, or it is quarantined with a reason
+naming the fault and where it is: bytes that are not UTF-8 (Spark would read them as
+U+FFFD and the change would reach gold altered), a raw control character (Spark's parsers
+disagree on those: ``from_json`` refuses them, ``get_json_object`` reads them), anything
+Jackson refuses in strict mode, text after the object, a top-level field given twice.
 """
 
 from __future__ import annotations
@@ -18,11 +24,26 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+# from_json puts a line it cannot parse in this field; a name no producer writes.
+_UNPARSED = "__lakehouse_unparsed_line"
 LINE_SCHEMA = (
-    "topic string, `partition` int, `offset` bigint, `timestamp` bigint, key string, value string"
+    "topic string, `partition` int, `offset` bigint, `timestamp` bigint, key string, "
+    f"value string, {_UNPARSED} string"
 )
+# Strict JSON: Spark's parser would otherwise take 'single quotes' and NaN, which are not
+# JSON and which silver's parser reads differently.
+_JSON_OPTIONS = {
+    "columnNameOfCorruptRecord": _UNPARSED,
+    "allowSingleQuotes": "false",
+    "allowNonNumericNumbers": "false",
+}
 _REQUIRED = ("topic", "partition", "offset", "value")
 NOT_JSON = "not a JSON object (malformed, truncated or nested too deeply)"
+
+# Control characters JSON text never holds raw: inside a string they must be escaped
+# (\u0000), outside one only space, tab, CR and LF may appear (and a line has no CR or LF).
+# A tab inside a string is malformed too, but only the parser can tell where strings are.
+_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f]"
 
 # A zero-width split before each `"value":`; one of the pieces starts the top-level field.
 _VALUE_FIELD = r'(?="value"\s*:)'
@@ -30,9 +51,93 @@ _VALUE_FIELD = r'(?="value"\s*:)'
 _DOCUMENT_TO_END = r'^"value"\s*:\s*([\[{].*?)\s*\}\s*$'
 
 
+def one_line_base64(data: Column) -> Column:
+    """``data`` (binary) as base64 on one line (Spark's ``base64`` may break it into
+    76-character MIME lines)."""
+    return F.regexp_replace(F.base64(data), r"[\r\n]", "")
+
+
+def first_invalid_utf8_byte(text: Column) -> Column:
+    """The 0-based offset of the first byte of ``text`` that is not valid UTF-8 (null when
+    every byte is).
+
+    ``make_valid_utf8`` replaces each invalid sequence with U+FFFD (EF BF BD), so the
+    bytes agree up to the first invalid sequence: a binary search finds the longest common
+    prefix ``d`` in log2(length) steps. An invalid sequence that itself starts like
+    EF BF agrees for up to two more bytes, so the offset is the longest of the prefixes of
+    ``d``, ``d - 1`` and ``d - 2`` bytes that is valid UTF-8 on its own.
+
+    >>> # b'{"a":"x\\xffy"}'  ->  7
+    """
+    raw = text.cast("binary")
+    fixed = F.make_valid_utf8(text).cast("binary")
+
+    def prefix(data: Column, length: Column) -> Column:
+        return data.substr(F.lit(1), length)
+
+    def halve(bounds: Column, _: Column) -> Column:
+        # Invariant: the first `lo` bytes agree, the first `hi` bytes do not.
+        lo, hi = bounds["lo"], bounds["hi"]
+        mid = F.floor((lo + hi) / 2).cast("int")
+        agree = prefix(raw, mid) == prefix(fixed, mid)
+        return F.when(hi - lo <= 1, bounds).otherwise(
+            F.struct(
+                F.when(agree, mid).otherwise(lo).alias("lo"),
+                F.when(agree, hi).otherwise(mid).alias("hi"),
+            )
+        )
+
+    length = F.octet_length(text)
+    steps = F.sequence(F.lit(0), F.ceil(F.log2(length + 2)).cast("int"))
+    start = F.struct(F.lit(0).alias("lo"), (length + 1).alias("hi"))
+    agreed = F.aggregate(steps, start, halve)["lo"]
+
+    def valid_prefix(n: Column) -> Column:
+        return (n >= 0) & F.is_valid_utf8(prefix(raw, n).cast("string"))
+
+    return F.when(
+        ~F.is_valid_utf8(text),
+        F.when(valid_prefix(agreed), agreed)
+        .when(valid_prefix(agreed - 1), agreed - 1)
+        .otherwise(agreed - 2),
+    )
+
+
+def _control_character(line: Column) -> tuple[Column, Column]:
+    """(1-based byte position, code) of the line's first raw control character; position 0
+    when it has none. The line is read one character per byte (ISO-8859-1), so the
+    position counts bytes whatever the text before it."""
+    by_byte = F.decode(line.cast("binary"), "ISO-8859-1")
+    position = F.regexp_instr(by_byte, F.lit(_CONTROL))
+    return position, F.ascii(F.substring(by_byte, position, 1))
+
+
 def _problem(parsed: Column, keys: Column, line: Column) -> Column:
     """The first reason the line is not a usable record, or null when it is one."""
-    reason = F.when(keys.isNull(), F.lit(NOT_JSON))
+    invalid_byte = first_invalid_utf8_byte(line)
+    control_at, control = _control_character(line)
+    unparsed = (
+        parsed[_UNPARSED].isNotNull()
+        & F.coalesce(
+            parsed["topic"], parsed["partition"].cast("string"), parsed["offset"].cast("string")
+        ).isNull()
+    )
+    duplicates = F.filter(keys, lambda k, i: F.array_position(keys, k) != i + 1)
+    reason = (
+        F.when(
+            ~F.is_valid_utf8(line),
+            F.format_string("invalid UTF-8 at byte %d of the line", invalid_byte),
+        )
+        .when(
+            control_at > 0,
+            F.format_string(
+                "unescaped control character U+%04X at byte %d of the line", control, control_at - 1
+            ),
+        )
+        # Jackson stops after the first JSON value: text after it would go unnoticed.
+        .when(keys.isNull() | unparsed | ~line.rlike(r"\}\s*$"), F.lit(NOT_JSON))
+        .when(F.size(duplicates) > 0, F.concat(F.lit("duplicate field: "), duplicates[0]))
+    )
     for name in _REQUIRED:
         reason = reason.when(~F.array_contains(keys, name), F.lit(f"missing field: {name}"))
     for name, expected in (
@@ -67,7 +172,9 @@ def exact_value(line: Column, parsed_value: Column) -> Column:
 
     def matches(i: Column) -> Column:
         text = candidate(i)
-        as_list = F.from_json(F.concat(F.lit("["), text, F.lit("]")), "array<string>")
+        as_list = F.from_json(
+            F.concat(F.lit("["), text, F.lit("]")), "array<string>", _JSON_OPTIONS
+        )
         return (text != "") & (F.size(as_list) == 1) & (as_list[0] == parsed_value)
 
     hits = F.filter(F.sequence(F.lit(2), F.greatest(F.size(pieces), F.lit(2))), matches)
@@ -78,11 +185,12 @@ def parse_landing_lines(lines: DataFrame) -> DataFrame:
     """Turn ``line``/``landing_file`` rows into record columns plus ``problem``.
 
     ``problem`` is null for a good record; otherwise it says why the line goes to
-    quarantine, and ``raw`` keeps the line as read.
+    quarantine, and ``raw`` keeps the line as read (base64 of its bytes when they are not
+    valid UTF-8).
     """
     line = F.col("line")
     return (
-        lines.withColumn("_r", F.from_json(line, LINE_SCHEMA))
+        lines.withColumn("_r", F.from_json(line, LINE_SCHEMA, _JSON_OPTIONS))
         .withColumn("_keys", F.expr("json_object_keys(line)"))
         .select(
             F.col("_r.topic").alias("topic"),
@@ -92,7 +200,10 @@ def parse_landing_lines(lines: DataFrame) -> DataFrame:
             F.col("_r.key").alias("key"),
             exact_value(line, F.col("_r.value")).alias("value"),
             F.col("landing_file"),
-            line.alias("raw"),
+            # Bytes that are not UTF-8 are no text: kept exactly, as base64.
+            F.when(F.is_valid_utf8(line), line)
+            .otherwise(one_line_base64(line.cast("binary")))
+            .alias("raw"),
             _problem(F.col("_r"), F.col("_keys"), line).alias("problem"),
         )
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pyspark_jobs.bronze.landing_records import parse_landing_lines
+from pyspark_jobs.bronze.landing_records import one_line_base64, parse_landing_lines
 from pyspark_jobs.config import Source
 
 # Unreachable brokers must end the run with an error, not hang it. Spark asks the brokers
@@ -72,7 +72,9 @@ def read_kafka(spark: SparkSession, source: Source, max_offsets_per_batch: int) 
         key_text.cast("string").alias("key"),
         value_text.cast("string").alias("value"),
         F.lit(None).cast("string").alias("landing_file"),
-        F.when(bad_value, F.base64("value")).when(bad_key, F.base64("key")).alias("raw"),
+        F.when(bad_value, one_line_base64(F.col("value")))
+        .when(bad_key, one_line_base64(F.col("key")))
+        .alias("raw"),
         F.when(bad_value, F.lit("value is not valid UTF-8"))
         .when(bad_key, F.lit("key is not valid UTF-8"))
         .alias("problem"),

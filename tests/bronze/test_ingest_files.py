@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -27,7 +28,7 @@ def test_valid_lines_land_and_malformed_lines_are_quarantined(
     bad = {
         b"not json": NOT_JSON,
         b'{"topic":"db.orders","partition":0,"offset":2,"value":{"op":': NOT_JSON,
-        b"\x00\xff\xfe\x9c garbage \x81": NOT_JSON,
+        b"\x00\xff\xfe\x9c garbage \x81": "invalid UTF-8 at byte 1 of the line",
         b'{"topic":"db.orders","value":"' + b"x" * (5 * 1024 * 1024): NOT_JSON,
         b'{"topic":"db.orders","partition":0,"offset":3,"value":'
         + b"[" * DEEP + b"]" * DEEP + b"}": NOT_JSON,
@@ -49,9 +50,9 @@ def test_valid_lines_land_and_malformed_lines_are_quarantined(
         ],
         key=repr,
     )
-    # raw keeps the line as text; the binary line's invalid bytes read as U+FFFD
+    # raw keeps the line as text; a line that is not UTF-8 as the base64 of its bytes
     expected_bad = sorted(
-        ((reason, raw.decode("utf-8", errors="replace")) for raw, reason in bad.items()),
+        ((reason, _text_or_base64(raw)) for raw, reason in bad.items()),
         key=repr,
     )
     assert quarantine_rows(spark, "files") == expected_bad
@@ -69,6 +70,13 @@ def test_valid_lines_land_and_malformed_lines_are_quarantined(
     # silver's incremental read: rows whose row-tracking commit version is past its watermark
     new = _versions(spark).where(F.col("v") > watermark).select("offset", "value").collect()
     assert [tuple(r) for r in new] == [(9, '{"op":"d"}')]
+
+
+def _text_or_base64(line: bytes) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return base64.b64encode(line).decode()
 
 
 def _versions(spark: SparkSession) -> DataFrame:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.landing_records import NOT_JSON, parse_landing_lines
 
@@ -44,7 +46,7 @@ GOOD = [
 BAD = [
     ("this is not json", NOT_JSON),
     ('{"topic":"t","partition":0,"offset":3,"value":{"op":', NOT_JSON),
-    ("\x00\x01\ufffd\ufffdPK\x03\x04", NOT_JSON),
+    ("\x00\x01\ufffd\ufffdPK\x03\x04", "unescaped control character U+0000 at byte 0 of the line"),
     ('{"topic":"t","partition":0,"offset":4,"value":"' + "x" * (5 * 1024 * 1024), NOT_JSON),
     ('{"topic":"t","partition":0,"offset":5,"value":' + "[" * DEEP + "]" * DEEP + "}", NOT_JSON),
     ('[{"topic":"t"}]', NOT_JSON),
@@ -91,3 +93,53 @@ def test_good_line_timestamp_becomes_kafka_timestamp(spark: SparkSession) -> Non
 def test_each_malformed_line_gets_its_reason(spark: SparkSession) -> None:
     got = [(raw, problem) for raw, *_, problem in _parse(spark, [line for line, _ in BAD])]
     assert sorted(got) == sorted(BAD)
+
+
+RECORD = b'{"topic":"t","partition":0,"offset":1,"key":{"id":1},"value":'
+AT = len(RECORD) + len(b'{"n":"a')  # where the value's text starts being hostile
+
+# (line bytes, reason): each names the fault and where it is.
+BYTES = [
+    (RECORD + b'{"n":"a\xffb"}}', f"invalid UTF-8 at byte {AT} of the line"),
+    (RECORD + b'{"n":"a\xc0\xafb"}}', f"invalid UTF-8 at byte {AT} of the line"),  # overlong
+    (RECORD + b'{"n":"a\xed\xa0\x80"}}', f"invalid UTF-8 at byte {AT} of the line"),  # surrogate
+    # starts like U+FFFD's own bytes (EF BF BD): found all the same
+    (RECORD + b'{"n":"a\xef\xbfA"}}', f"invalid UTF-8 at byte {AT} of the line"),
+    (RECORD + b'{"n":"a\xef\xbf', f"invalid UTF-8 at byte {AT} of the line"),  # cut off
+    (b"\xff" + RECORD[1:] + b"1}", "invalid UTF-8 at byte 0 of the line"),
+    (RECORD + b'{"n":"a\x00b"}}', f"unescaped control character U+0000 at byte {AT} of the line"),
+    # bytes, not characters: the emoji before it is four bytes
+    (
+        RECORD + b'{"n":"a\xf0\x9f\x98\x80\x1fb"}}',
+        f"unescaped control character U+001F at byte {AT + 4} of the line",
+    ),
+    (RECORD + b'{"n":"a\tb"}}', NOT_JSON),  # a raw tab inside a string
+    (RECORD + b"{'n':'a'}}", NOT_JSON),  # single quotes are not JSON
+    (RECORD + b'{"n":NaN}}', NOT_JSON),
+    (RECORD + b'{"n":1}} and then some', NOT_JSON),  # text after the object
+    (
+        b'{"topic":"t","partition":0,"offset":1,"offset":2,"value":1}',
+        "duplicate field: offset",
+    ),
+]
+
+
+def test_each_hostile_byte_line_names_its_fault(spark: SparkSession) -> None:
+    frame = spark.createDataFrame([(bytearray(line),) for line, _ in BYTES], "bytes binary").select(
+        F.col("bytes").cast("string").alias("line"), F.lit("f").alias("landing_file")
+    )
+    got = [(r.raw, r.problem) for r in parse_landing_lines(frame).collect()]
+    # raw is the line; base64 of its bytes when they are not UTF-8 text
+    expected = []
+    for line, reason in BYTES:
+        try:
+            expected.append((line.decode("utf-8"), reason))
+        except UnicodeDecodeError:
+            expected.append((base64.b64encode(line).decode(), reason))
+    assert sorted(got) == sorted(expected)
+
+
+def test_a_tab_between_fields_and_text_around_an_escaped_nul_land(spark: SparkSession) -> None:
+    line = '{"topic":"t",\t"partition":0,"offset":1,"value":{"n":"a\\u0000b \u05e9\U0001f600"}}'
+    [(raw, _, _, _, _, value, problem)] = _parse(spark, [line])
+    assert (raw, value, problem) == (line, '{"n":"a\\u0000b \u05e9\U0001f600"}', None)
