@@ -1,12 +1,14 @@
 """How the change log's text values become the declared column types.
 
 Silver keeps values as text (strings unquoted, everything else as JSON). Gold casts them
-with ``try_cast``; a value that is present but does not cast is flagged, never silently
-turned into a null.
+with ``try_cast``; a value that is present but does not cast, or casts only by losing part of
+it (a rounded decimal, a date given a time, a double out of range), is flagged, never
+silently turned into a null or into another value.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from pyspark.sql import Column
@@ -15,9 +17,47 @@ from pyspark.sql import functions as F
 from pyspark_jobs.config import Entity
 from pyspark_jobs.gold.tables import spark_type
 
+_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+# Text that names an infinite or zero number on purpose (a cast may reach these by loss).
+_INFINITE_TEXT = r"(?i)^\s*[+-]?inf(inity)?\s*$"
+_ZERO_TEXT = r"^\s*[+-]?(0+\.?0*|\.0+)([eE][+-]?\d+)?\s*$"
+# The fractional digits of a number in plain notation, trailing zeros left out.
+_FRACTION = r"^\s*[+-]?\d*\.(\d*?)0*\s*$"
+
+
+def _lossless(text: Column, typed: Column, declared: str) -> Column:
+    """True unless the cast of ``text`` to ``declared`` lost part of the value.
+
+    Spark's ``try_cast`` is null for what does not parse or overflows an integer type, but
+    some casts succeed by changing the value; after a source changes a column's type these
+    are what a silent truncation looks like, so they count as failures:
+
+    - ``decimal(p,s)``: more fractional digits than ``s`` (``12.345`` rounds to ``12.35``);
+    - ``double``/``float``: a finite number beyond the range (``1e400`` becomes Infinity) or
+      a non-zero one below it (``1e-400`` becomes 0);
+    - ``date``: a time of day other than midnight (``2024-01-01T10:00:00``).
+    """
+    decimal = _DECIMAL.match(declared)
+    if decimal:
+        precision, scale = int(decimal.group(1)), int(decimal.group(2))
+        # Same integer digits, as many fractional ones as fit: catches rounding in any
+        # notation (``1.2345E1``) when precision < 38; the regex covers plain notation.
+        wide = text.try_cast(f"decimal(38, {38 - (precision - scale)})")
+        fraction = F.regexp_extract(text, _FRACTION, 1)
+        return (typed == wide) & (F.length(fraction) <= scale)
+    if declared in ("double", "float"):
+        infinite = F.abs(typed) == F.lit(float("inf")).cast(declared)
+        zero = typed == F.lit(0.0).cast(declared)
+        return ~(infinite & ~text.rlike(_INFINITE_TEXT)) & ~(zero & ~text.rlike(_ZERO_TEXT))
+    if declared == "date":
+        instant = text.try_cast("timestamp")
+        return instant.isNull() | (instant == typed.cast("timestamp"))
+    return F.lit(True)
+
 
 def cast_value(text: Column, declared: str) -> Column:
-    """``text`` as the declared type (null when it does not cast; see ``cast_failed``).
+    """``text`` as the declared type: null when it does not cast, or casts only by losing
+    part of the value (see ``_lossless``; ``cast_failed`` tells these from a null text).
 
     >>> cast_value(F.lit("42"), "bigint")  # doctest: +SKIP
     """
@@ -28,7 +68,8 @@ def cast_value(text: Column, declared: str) -> Column:
         return F.when(
             text.rlike(r"^-?\d+$"), F.timestamp_millis(text.try_cast("bigint"))
         ).otherwise(text.try_cast("timestamp"))
-    return text.try_cast(spark_type(declared))
+    typed = text.try_cast(spark_type(declared))
+    return F.when(_lossless(text, typed, declared), typed)
 
 
 def cast_failed(text: Column, declared: str) -> Column:
