@@ -33,7 +33,8 @@ class MergeMetrics:
 def typed_rows(states: DataFrame, entity: Entity) -> DataFrame:
     """Net states of one table as its gold rows: typed key and value columns, metadata."""
     values = [
-        cast_value(F.col("_image")[c], entity.columns[c]).alias(c) for c in entity.value_columns
+        cast_value(F.col("_image")[c], entity.columns[c], exact=True).alias(c)
+        for c in entity.value_columns
     ]
     return states.select(
         *key_columns(F.col("_record_key"), entity),

@@ -98,12 +98,13 @@ def versions(states: DataFrame) -> DataFrame:
 def typed_versions(versions: DataFrame, entity: Entity) -> DataFrame:
     """One table's versions as history rows, with ``_problems``: values that do not cast."""
     values = [
-        cast_value(F.col("_image")[c], entity.columns[c]).alias(c) for c in entity.value_columns
+        cast_value(F.col("_image")[c], entity.columns[c], exact=True).alias(c)
+        for c in entity.value_columns
     ]
     problems = [
         F.when(
             F.col("_image")[c].isNotNull()
-            & cast_value(F.col("_image")[c], entity.columns[c]).isNull(),
+            & cast_value(F.col("_image")[c], entity.columns[c], exact=True).isNull(),
             F.lit(f"column {c} is not a {entity.columns[c]}"),
         )
         for c in entity.value_columns

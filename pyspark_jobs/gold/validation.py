@@ -25,9 +25,12 @@ def quoted(text: Column) -> Column:
     return F.regexp_extract(F.to_json(F.array(cut.otherwise(text))), r"^\[(.*)\]$", 1)
 
 
-def _problem(what: Column, text: Column, declared: Column, types: tuple[str, ...]) -> Column:
+def _problem(
+    what: Column, text: Column, declared: Column, types: tuple[str, ...], exact: bool = True
+) -> Column:
+    # Keys cast as silver's key check does (not ``exact``); values must cast without loss.
     return F.when(
-        text.isNotNull() & canonical_text(text, declared, types).isNull(),
+        text.isNotNull() & canonical_text(text, declared, types, exact).isNull(),
         F.concat(what, F.lit(" is not a "), declared, F.lit(": "), quoted(text)),
     )
 
@@ -44,7 +47,9 @@ def reject_reason(types: tuple[str, ...]) -> Column:
         F.col("key_columns"),
         lambda k: F.when(
             key[k].isNull(), F.concat(F.lit("key column "), k, F.lit(" is missing"))
-        ).otherwise(_problem(F.concat(F.lit("key column "), k), key[k], declared[k], types)),
+        ).otherwise(
+            _problem(F.concat(F.lit("key column "), k), key[k], declared[k], types, exact=False)
+        ),
     )
     value_problems = F.transform(
         F.col("value_columns"),
