@@ -121,6 +121,9 @@ def cmd_gold(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.bronze.ingest import chosen_sources, ingest_locks
 
+    if args.maintain_every is not None and args.every is None:
+        print("lakehouse run: --maintain-every needs --every", file=sys.stderr)
+        return EXIT_USAGE
     # As for ingest: refuse a concurrent run before booting a JVM on the same metastore
     # (and before importing the layers: Great Expectations alone takes seconds).
     with ingest_locks(ctx.settings, chosen_sources(ctx.config), lambda: ctx.spark):
@@ -136,7 +139,21 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
             stop=_stop_on_signals(),
             log=_log,
             take_locks=False,
+            maintain_every_seconds=args.maintain_every,
         )
+
+
+def cmd_maintain(ctx: Context, args: argparse.Namespace) -> int:
+    from pyspark_jobs.bronze.ingest import chosen_sources, ingest_locks
+
+    # The pipeline's locks, as for run: a compaction racing an ingest's or a gold run's
+    # commit would make one of them fail.
+    with ingest_locks(ctx.settings, chosen_sources(ctx.config), lambda: ctx.spark):
+        from pyspark_jobs.maintain import LAYERS, maintain
+
+        layers = LAYERS if args.layer == "all" else (args.layer,)
+        maintain(ctx.spark, ctx.config, layers, dry_run=args.dry_run, log=_log)
+    return 0
 
 
 def cmd_replay_rejects(ctx: Context, args: argparse.Namespace) -> int:
@@ -291,7 +308,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep running, starting a cycle every SECONDS (at once when the previous one "
         "took longer), until SIGTERM or Ctrl-C",
     )
+    run.add_argument(
+        "--maintain-every",
+        type=_seconds,
+        metavar="SECONDS",
+        help="with --every: also run `lakehouse maintain` (every layer) between two cycles "
+        "once SECONDS have passed since the start or the last maintenance (e.g. 86400)",
+    )
     run.set_defaults(handler=cmd_run)
+
+    maintain = sub.add_parser(
+        "maintain",
+        help="compact (OPTIMIZE) and clean (VACUUM) the lake's Delta tables",
+        description="OPTIMIZE then VACUUM every Delta table of a layer (its schema and the "
+        "pipeline state tables it writes), printing one line per table: files compacted, "
+        "the retention used and why, files removed. VACUUM keeps a table's "
+        "delta.deletedFileRetentionDuration (Delta's default: 7 days); on "
+        "silver.change_log it is first raised when a gold table has yet to read older "
+        "versions of its change feed (never lowered). Takes the pipeline's locks: exit 3 "
+        "while a run or an ingest is in progress.",
+    )
+    maintain.add_argument(
+        "--layer",
+        choices=("bronze", "silver", "gold", "all"),
+        default="all",
+        help="the tables of one layer (default all)",
+    )
+    maintain.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="change nothing: print each table's file count, the retention and how many "
+        "files VACUUM would remove",
+    )
+    maintain.set_defaults(handler=cmd_maintain)
 
     replay = sub.add_parser(
         "replay-rejects",

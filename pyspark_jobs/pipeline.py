@@ -22,6 +22,7 @@ from pyspark.sql import SparkSession
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.gold.apply import TableApply, apply_gold
+from pyspark_jobs.maintain import maintain
 from pyspark_jobs.quality.gates import GateResult, run_gate
 from pyspark_jobs.quality.gx_context import data_docs_index
 from pyspark_jobs.quality.report import write_report
@@ -145,6 +146,8 @@ def run_continuously(
     stop: threading.Event,
     log: Callable[[str], None] = print,
     take_locks: bool = True,
+    maintain_every_seconds: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> int:
     """Run the pipeline in cycles in this session until ``stop`` is set; return 0.
 
@@ -154,16 +157,29 @@ def run_continuously(
     tries again. ``stop`` is only looked at between cycles, so the cycle in flight always
     finishes (SIGTERM / Ctrl-C in ``lakehouse run --every``). An error in a step (not a
     gate) ends the loop by raising, as in a single run.
+
+    ``maintain_every_seconds``: after the first cycle that ends that long after the start
+    or the last maintenance, every table is maintained (``maintain.maintain``) before the
+    next cycle: a loop that holds the pipeline's locks for good leaves no gap for a
+    separate ``lakehouse maintain``.
     """
     cycle = 0
+    maintained = clock()
     while not stop.is_set():
         cycle += 1
-        started = time.monotonic()
+        started = clock()
         log(f"cycle {cycle}: started")
         code = run_pipeline(spark, settings, config, log=log, take_locks=take_locks)
-        elapsed = time.monotonic() - started
         outcome = "succeeded" if code == EXIT_OK else "stopped by a gate"
-        log(f"cycle {cycle}: {outcome} in {elapsed:.1f} s")
-        stop.wait(max(0.0, every_seconds - elapsed))
+        log(f"cycle {cycle}: {outcome} in {clock() - started:.1f} s")
+        if (
+            maintain_every_seconds is not None
+            and clock() - maintained >= maintain_every_seconds
+            and not stop.is_set()
+        ):
+            log(f"cycle {cycle}: maintaining the tables")
+            maintain(spark, config, log=log)
+            maintained = clock()
+        stop.wait(max(0.0, every_seconds - (clock() - started)))
     log(f"run --every: stop requested; ended after cycle {cycle}")
     return EXIT_OK

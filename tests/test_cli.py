@@ -20,7 +20,16 @@ def subcommands() -> list[str]:
 
 
 def test_every_subcommand_the_issue_names_exists():
-    assert {"ingest", "silver", "gold", "validate", "run", "report"} <= set(subcommands())
+    assert {
+        "ingest",
+        "silver",
+        "gold",
+        "validate",
+        "run",
+        "report",
+        "maintain",
+        "replay-rejects",
+    } <= set(subcommands())
 
 
 @pytest.mark.parametrize("command", subcommands())
