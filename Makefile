@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-test setup-cluster cluster-up cluster-down cluster-run run test drills report bench bench-check lint format dbt-run dbt-test dbt-docs clean constraints
+.PHONY: help setup setup-test setup-cluster cluster-up cluster-down cluster-run run test drills report bench bench-check lint format dbt-build dbt-run dbt-test dbt-freshness dbt-docs clean constraints
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -72,11 +72,17 @@ format: setup ## apply ruff's formatting and fixes
 	$(BIN)/ruff format pyspark_jobs tests benchmarks
 	$(BIN)/ruff check --fix pyspark_jobs tests benchmarks
 
+dbt-build: setup ## analysts: `dbt build` (models, marts on gold, every test) after `make run`
+	$(BIN)/dbt build --profiles-dir .
+
 dbt-run: setup ## analysts: `dbt run` with the committed profile (after `make run`)
 	$(BIN)/dbt run --profiles-dir .
 
 dbt-test: setup ## analysts: `dbt test` with the committed profile
 	$(BIN)/dbt test --profiles-dir .
+
+dbt-freshness: setup ## analysts: `dbt source freshness` of the gold tables
+	$(BIN)/dbt source freshness --profiles-dir .
 
 dbt-docs: setup ## analysts: generate dbt docs into target/
 	$(BIN)/dbt docs generate --profiles-dir .

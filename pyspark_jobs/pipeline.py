@@ -29,6 +29,7 @@ from pyspark_jobs.quality.report import write_report
 from pyspark_jobs.run_summary import RunSummary, bronze_totals, format_summary, silver_totals
 from pyspark_jobs.settings import Settings
 from pyspark_jobs.silver.build import build_silver
+from pyspark_jobs.silver.dbt_runner import DbtTestsFailed
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -37,6 +38,15 @@ def gate_failure_message(gate: GateResult, report: str) -> str:
     """The short message a failed gate leaves in the log: what failed, where to look."""
     lines = [f"{gate.layer} gate FAILED; the run stopped before the next layer:"]
     lines += [f"  - {failure}" for failure in gate.failures]
+    lines.append(f"report: {report}")
+    return "\n".join(lines)
+
+
+def dbt_tests_failure_message(layer: str, failed: DbtTestsFailed, report: str) -> str:
+    """The message of a layer whose dbt data tests failed: each test, where it is declared,
+    what it found and the query of the offending rows."""
+    lines = [f"{layer} dbt tests FAILED; the run stopped before the {layer} gate:"]
+    lines += [f"  - {failure}" for failure in failed.failures]
     lines.append(f"report: {report}")
     return "\n".join(lines)
 
@@ -103,17 +113,27 @@ def run_pipeline(
 ) -> int:
     """Run bronze -> gate -> silver -> gate -> gold -> gate; return the process exit code.
 
+    The silver step's dbt data tests stop the run as a gate does: a failed test stops it
+    before the silver gate, with the test named, and the run exits 1.
+
     ``take_locks=False`` when the caller already holds every source's ingest lock.
     """
     summary = RunSummary()
     status = "failed"
     failed_gate: GateResult | None = None
+    failed_tests: tuple[str, DbtTestsFailed] | None = None
     try:
         for layer, build in _build_layers(spark, settings, config, log, take_locks):
             # Progress lines for whoever watches a long run (and the crash drills).
             log(f"{layer}: building")
             started = time.time()
-            summary.layers[layer] = build()
+            try:
+                summary.layers[layer] = build()
+            except DbtTestsFailed as failed:
+                summary.timings[layer] = time.time() - started
+                failed_tests = (layer, failed)
+                status = f"stopped by the {layer} dbt tests"
+                break
             summary.timings[layer] = time.time() - started
             log(f"{layer} gate: validating")
             gate = run_gate(spark, settings, config, layer, run_name=summary.run_id)
@@ -133,9 +153,11 @@ def run_pipeline(
         report = write_run_report(settings)
         if failed_gate is not None:
             log(gate_failure_message(failed_gate, report))
+        elif failed_tests is not None:
+            log(dbt_tests_failure_message(*failed_tests, report))
         else:
             log(f"report: {report}")
-    return EXIT_OK if failed_gate is None else EXIT_FAILED
+    return EXIT_OK if failed_gate is None and failed_tests is None else EXIT_FAILED
 
 
 def run_continuously(

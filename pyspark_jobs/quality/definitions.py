@@ -8,7 +8,6 @@ checked here, so a typo fails the gate (closed) instead of silently validating l
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,7 @@ class CheckpointSpec:
     """A layer's checkpoint: a suite and the summary frame it validates.
 
     ``index`` names the frame's row key (``source`` or ``table``); ``asset`` is the GX
-    data asset name (what the frame summarises); ``vocabularies`` are the allowed values
-    the frame counts against (the suite's ``meta.vocabularies``: column -> values).
+    data asset name (what the frame summarises).
     """
 
     layer: str
@@ -40,7 +38,6 @@ class CheckpointSpec:
     frame: str
     index: tuple[str, ...] = field(default_factory=tuple)
     asset: str = ""
-    vocabularies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _load_suite(path: Path) -> dict[str, Any]:
@@ -55,18 +52,6 @@ def _load_suite(path: Path) -> dict[str, Any]:
     if not isinstance(suite.get("expectations"), list) or not suite["expectations"]:
         raise GateDefinitionError(f"{path}: expected a non-empty list `expectations`")
     return suite
-
-
-def _vocabularies(path: Path, suite: dict[str, Any]) -> dict[str, tuple[str, ...]]:
-    raw = (suite.get("meta") or {}).get("vocabularies", {})
-    ok = isinstance(raw, dict) and all(
-        isinstance(v, list) and v and all(isinstance(x, str) for x in v) for v in raw.values()
-    )
-    if not ok:
-        raise GateDefinitionError(
-            f"{path}: meta.vocabularies: expected column -> non-empty list of strings"
-        )
-    return {column: tuple(values) for column, values in raw.items()}
 
 
 def load_checkpoint(layer: str, root: Path = EXPECTATIONS_DIR) -> CheckpointSpec:
@@ -90,7 +75,6 @@ def load_checkpoint(layer: str, root: Path = EXPECTATIONS_DIR) -> CheckpointSpec
         frame=entry["frame"],
         index=tuple(entry["index"]),
         asset=entry["asset"],
-        vocabularies=_vocabularies(suite_path, suite),
     )
 
 

@@ -17,7 +17,7 @@ The transforms take DataFrames and plain values and return DataFrames; only
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -124,64 +124,13 @@ def bronze_reconciliation(sources: DataFrame, raw: DataFrame, quarantine: DataFr
     )
 
 
-LOG_CHECKS = ("null_change_ids", "null_ops", "null_record_keys", "null_seqs")
 RECONCILIATION = ("changes", "redelivered", "rejected", "noops", "skipped", "unaccounted")
 
 
-def _outside(column: str) -> str:
-    return f"{column}_outside_vocabulary"
-
-
-def _unknown(column: str) -> str:
-    return f"unknown_{column}_values"
-
-
-def change_log_checks(log: DataFrame, vocabularies: Mapping[str, Collection[str]]) -> DataFrame:
-    """Per Kafka position of the change log (one record may yield several changes): the
-    position, the counts of its changes that break a rule, and a few offending values.
-
-    The rules: ``duplicate_change_ids`` (changes whose change_id another change of the log
-    also has), ``null_change_ids``, ``null_ops``, ``null_record_keys``, ``null_seqs``, and
-    per vocabulary ``<column>_outside_vocabulary`` (a value not in it, null included).
-    The whole log is grouped once by change_id (a window) and once by position.
-    """
-    copies = F.count(F.lit(1)).over(Window.partitionBy("change_id"))
-    annotated = log.select(
-        "source",
-        *(F.col(f"lineage.{c}").alias(c) for c in POSITION[1:]),
-        "change_id",
-        "op",
-        "record_key",
-        "seq",
-        *(F.col(c) for c in vocabularies if c not in {"op"}),
-    ).withColumn("copies", copies)
-    duplicate = F.col("change_id").isNotNull() & (F.col("copies") > 1)
-    outside = {
-        c: ~F.coalesce(F.col(c).isin(list(v)), F.lit(False)) for c, v in vocabularies.items()
-    }
-    return annotated.groupBy(*POSITION).agg(
-        F.count_if(duplicate).alias("duplicate_change_ids"),
-        _examples(F.when(duplicate, F.col("change_id"))).alias("duplicate_change_id_examples"),
-        *(
-            F.count_if(F.col(c).isNull()).alias(name)
-            for c, name in zip(("change_id", "op", "record_key", "seq"), LOG_CHECKS, strict=True)
-        ),
-        *(F.count_if(rule).alias(_outside(c)) for c, rule in outside.items()),
-        *(
-            _examples(F.when(rule, F.coalesce(F.col(c), F.lit("null")))).alias(_unknown(c))
-            for c, rule in outside.items()
-        ),
-    )
-
-
 def silver_reconciliation(
-    sources: DataFrame,
-    raw: DataFrame,
-    log: DataFrame,
-    rejects: DataFrame,
-    vocabularies: Mapping[str, Collection[str]] | None = None,
+    sources: DataFrame, raw: DataFrame, log: DataFrame, rejects: DataFrame
 ) -> DataFrame:
-    """Per source: where each bronze record went, and the change log's own checks.
+    """Per source: where each bronze record went.
 
     Rule (by lineage): a bronze record (source, topic, partition, offset) is accounted for
     when a change in the log carries its position (``changes``; one record may yield
@@ -193,17 +142,17 @@ def silver_reconciliation(
     message under another offset, kept once). Anything else is ``unaccounted``.
     ``reject_rate`` = rejected / bronze records.
 
-    With the change log's checks of ``change_log_checks`` summed per source (the
-    vocabularies are column -> allowed values; ``None``: no vocabulary is checked).
+    The change log's own row constraints (change_id unique and not null, op in the
+    vocabulary, ...) are dbt data tests (models/silver/_silver.yml), not counted here.
 
-    ``raw`` needs source, format, topic, partition, offset, key and value; ``log`` the
-    change log's columns; ``rejects`` source and lineage.
+    ``raw`` needs source, format, topic, partition, offset, key and value; ``log`` source
+    and lineage; ``rejects`` source and lineage.
     """
-    vocabularies = vocabularies or {}
-    # The log is read once: its positions (for the accounting) and its checks (summed per
-    # source) come from the same aggregate.
-    checked = change_log_checks(log, vocabularies)
-    in_log = checked.select(*POSITION, F.lit(True).alias("in_log"))
+    in_log = (
+        log.select("source", *(F.col(f"lineage.{c}").alias(c) for c in POSITION[1:]))
+        .distinct()
+        .withColumn("in_log", F.lit(True))
+    )
     in_rejects = (
         rejects.select("source", *(F.col(f"lineage.{c}").alias(c) for c in POSITION[1:]))
         .distinct()
@@ -251,29 +200,12 @@ def silver_reconciliation(
         F.count(F.lit(1)).alias("bronze_records"),
         *(F.count_if(F.col("status") == s).alias(s) for s in RECONCILIATION),
     )
-    check_counts = [
-        "duplicate_change_ids",
-        *LOG_CHECKS,
-        *(_outside(c) for c in vocabularies),
-    ]
-    check_examples = ["duplicate_change_id_examples", *(_unknown(c) for c in vocabularies)]
-    log_checks = checked.groupBy("source").agg(
-        *(F.sum(c).alias(c) for c in check_counts),
-        *(_merged_examples(F.col(e)).alias(e) for e in check_examples),
-    )
-    per_source = _per_source(
-        sources,
-        [accounted, log_checks],
-        ["bronze_records", *RECONCILIATION, *check_counts],
-        check_examples,
-    )
+    per_source = _per_source(sources, [accounted], ["bronze_records", *RECONCILIATION], [])
     return per_source.select(
         "source",
         "bronze_records",
         *RECONCILIATION,
         _rate(F.col("rejected"), F.col("bronze_records")).alias("reject_rate"),
-        *check_counts,
-        *check_examples,
     )
 
 
@@ -465,7 +397,6 @@ def _silver(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) 
         spark.table(RAW_TABLE),
         spark.table(CHANGE_LOG),
         spark.table(REJECTS),
-        spec.vocabularies,
     )
 
 

@@ -1,17 +1,31 @@
-"""The silver step: publish the declared entities, then dbt, when there is something to do.
+"""The silver step: publish the declared entities, then ``dbt build`` the silver models
+(and their data tests), when there is something to do.
 
-A dbt run costs seconds even when bronze holds nothing new (parsing, the staging views
-recreated, each incremental model's queries), so a pipeline cycle that brought nothing
-would pay it for nothing. The declared entities are published only when they changed
-(``entity_registry``), and each successful build is recorded in ``lakehouse.silver_builds``
-with the bronze version it read and a fingerprint of the dbt project's files:
+The step builds the models tagged ``pipeline`` in dbt_project.yml (staging, intermediate,
+silver), not the marts: they read gold, which the pipeline writes after silver. A failing
+data test fails the step (``DbtTestsFailed``), after its model was built: the run stops
+before the silver gate and gold. Unit tests are left out: they test the models' SQL on
+fixed rows, which changes only with the project (``make test`` and an analyst's
+``dbt build`` run them), and would cost every pipeline run seconds.
 
-- same bronze version and fingerprint as the last build, same entities: nothing to do;
-- same fingerprint, newer bronze (or new entities): only the incremental models run (the
-  staging and intermediate views are defined by the same SQL and read the entities at
-  query time, so they are still current);
-- anything else (first build, a changed model or macro, ``--full-refresh``): the whole
-  project runs.
+A dbt build costs seconds even when bronze holds nothing new (parsing, the staging views
+recreated, each incremental model's queries, the tests), so a pipeline cycle that brought
+nothing would pay it for nothing. The declared entities are published only when they
+changed (``entity_registry``), and each successful build is recorded in
+``lakehouse.silver_builds`` with the bronze version it read, a fingerprint of the dbt
+project's files and the versions of the silver tables it left, tested:
+
+- same bronze version, fingerprint and silver versions as the last build, same entities:
+  nothing to do;
+- same fingerprint, newer bronze, new entities, or silver tables written since (a failed
+  build, an analyst's ``dbt build``, a hand edit, ``lakehouse maintain``): only the
+  incremental models run, with their tests (the staging and intermediate views are defined
+  by the same SQL and read the entities at query time, so they are still current);
+- anything else (first build, a changed model or macro, ``--full-refresh``): every
+  pipeline model is built.
+
+So the data tests pass on silver as it is whenever the step skips: a test that failed
+runs again in every later run until it passes.
 """
 
 from __future__ import annotations
@@ -35,8 +49,13 @@ from pyspark_jobs.silver.entity_registry import publish_entities
 
 BUILDS_TABLE = "lakehouse.silver_builds"
 SILVER_TABLES = ("silver.change_log", "silver.change_log_rejects")
-# What dbt builds from: a change to any of these may change what silver holds.
+# What dbt builds from: a change to any of these may change what silver holds. The marts
+# are analysts' models the pipeline does not build.
 _PROJECT_FILES = ("dbt_project.yml", "profiles.yml", "models", "macros")
+_NOT_PIPELINE = ("models/marts",)
+# The pipeline's models (dbt_project.yml tags them), with their data tests.
+PIPELINE_SELECTOR = "tag:pipeline"
+_BUILD = ["build", "--exclude-resource-type", "unit_test"]
 
 
 @dataclass(frozen=True)
@@ -49,12 +68,15 @@ class SilverBuild:
 
 
 def project_fingerprint(root: Path = PROJECT_ROOT) -> str:
-    """A hash of the dbt project's files."""
+    """A hash of the dbt project's files the pipeline's models are built from."""
     digest = hashlib.sha256()
+    skipped = [root / name for name in _NOT_PIPELINE]
     for name in _PROJECT_FILES:
         path = root / name
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
         for file in files:
+            if any(file.is_relative_to(folder) for folder in skipped):
+                continue
             digest.update(str(file.relative_to(root)).encode())
             digest.update(file.read_bytes())
     return digest.hexdigest()[:16]
@@ -68,22 +90,33 @@ def _ensure_builds_table(spark: SparkSession) -> None:
             bronze_version bigint not null comment 'bronze.cdc_raw version the build read',
             fingerprint string not null comment 'the dbt project files',
             kind string not null comment 'full or incremental',
-            built_at timestamp not null
+            built_at timestamp not null,
+            silver_versions string comment 'the silver tables as the build left them, tested'
         ) using delta
         comment 'Successful silver builds: a cycle with nothing new skips dbt'
         """
     )
+    if "silver_versions" not in spark.table(BUILDS_TABLE).columns:
+        # A lake from before the column: its builds read as unknown, so one more build runs.
+        spark.sql(f"alter table {BUILDS_TABLE} add columns (silver_versions string)")
 
 
-def _last_build(spark: SparkSession) -> tuple[int, str] | None:
+def _silver_versions(spark: SparkSession) -> str:
+    """The Delta version of each silver table, as one comparable text."""
+    return ",".join(f"{t}={latest_version(spark, t)}" for t in SILVER_TABLES)
+
+
+def _last_build(spark: SparkSession) -> tuple[int, str, str | None] | None:
     # One row: the newest build.
     row = (
         spark.table(BUILDS_TABLE)
         .orderBy(F.col("built_at").desc())
-        .select("bronze_version", "fingerprint")
+        .select("bronze_version", "fingerprint", "silver_versions")
         .first()
     )
-    return None if row is None else (int(row["bronze_version"]), str(row["fingerprint"]))
+    if row is None:
+        return None
+    return int(row["bronze_version"]), str(row["fingerprint"]), row["silver_versions"]
 
 
 def build_silver(
@@ -94,29 +127,40 @@ def build_silver(
     log: Callable[[str], None] = print,
     dbt_vars: Mapping[str, Any] | None = None,
 ) -> SilverBuild:
-    """Bring silver up to date with bronze: the whole dbt project, its incremental models
-    only, or nothing, as above. ``dbt_vars`` are passed to dbt (the replay of rejects,
-    ``silver/replay.py``): a build with vars always runs. Raises ``DbtFailed`` when dbt
-    fails (nothing recorded)."""
+    """Bring silver up to date with bronze: every pipeline model, the incremental ones
+    only, or nothing, as above, each built model with its data tests. ``dbt_vars`` are
+    passed to dbt (the replay of rejects, ``silver/replay.py``): a build with vars always
+    runs. Raises ``DbtTestsFailed`` when a data test fails and ``DbtFailed`` when dbt
+    fails otherwise (the build is not recorded either way)."""
     _ensure_builds_table(spark)
     bronze = latest_version(spark, RAW_TABLE) if spark.catalog.tableExists(RAW_TABLE) else -1
     fingerprint = project_fingerprint()
     new_entities = publish_entities(spark, config)
     last = None if full_refresh else _last_build(spark)
     built = all(spark.catalog.tableExists(t) for t in SILVER_TABLES)
-    if last == (bronze, fingerprint) and built and not new_entities and not dbt_vars:
+    unchanged = (
+        built and last is not None and last == (bronze, fingerprint, _silver_versions(spark))
+    )
+    if unchanged and not new_entities and not dbt_vars:
         log(f"silver: nothing new since the last build (bronze version {bronze})")
         return SilverBuild("skipped", bronze)
     variables = ["--vars", json.dumps(dict(dbt_vars))] if dbt_vars else []
     if last is not None and last[1] == fingerprint and built:
         kind = "incremental"
-        run_dbt(settings, ["run", "--select", "config.materialized:incremental", *variables])
+        selected = f"{PIPELINE_SELECTOR},config.materialized:incremental"
+        run_dbt(settings, [*_BUILD, "--select", selected, *variables])
     else:
         kind = "full"
-        run_dbt(settings, ["run", *(["--full-refresh"] if full_refresh else []), *variables])
+        refresh = ["--full-refresh"] if full_refresh else []
+        run_dbt(settings, [*_BUILD, "--select", PIPELINE_SELECTOR, *refresh, *variables])
     spark.createDataFrame(
-        [(bronze, fingerprint, kind)], "bronze_version bigint, fingerprint string, kind string"
-    ).withColumn("built_at", F.current_timestamp()).write.format("delta").mode(
-        "append"
-    ).saveAsTable(BUILDS_TABLE)
+        [(bronze, fingerprint, kind, _silver_versions(spark))],
+        "bronze_version bigint, fingerprint string, kind string, silver_versions string",
+    ).select(
+        "bronze_version",
+        "fingerprint",
+        "kind",
+        F.current_timestamp().alias("built_at"),
+        "silver_versions",
+    ).write.format("delta").mode("append").saveAsTable(BUILDS_TABLE)
     return SilverBuild(kind, bronze)

@@ -12,12 +12,23 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 
 
 class DbtFailed(RuntimeError):
-    """A dbt command did not succeed."""
+    """A dbt command did not succeed; ``failures`` has one line per node that failed."""
+
+    def __init__(self, message: str, failures: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.failures = tuple(failures)
+
+
+class DbtTestsFailed(DbtFailed):
+    """Every node that failed is a data test that found rows breaking its rule: the data
+    is wrong, not the project or the session."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +43,10 @@ def run_dbt(settings: Settings, args: Sequence[str]) -> DbtResult:
     """Invoke ``dbt <args>`` on the project with the committed profile and the target
     of ``settings.dbt_target``.
 
-    Raises ``DbtFailed`` naming the nodes that failed.
+    Raises ``DbtTestsFailed`` when only data tests failed, ``DbtFailed`` otherwise; the
+    message names each failed node, where it is declared and dbt's message, e.g.
+    ``unique_change_log_change_id (models/silver/_silver.yml): Got 1 result, configured to
+    fail if != 0; rows: <lake>/dbt/target/compiled/.../unique_change_log_change_id.sql``.
     """
     from dbt.cli.main import dbtRunner
 
@@ -53,11 +67,31 @@ def run_dbt(settings: Settings, args: Sequence[str]) -> DbtResult:
     ]
     result = dbtRunner().invoke(full_args)
     statuses: dict[str, str] = {}
+    failed: list[Any] = []
     if result.result is not None and hasattr(result.result, "results"):
         for node_result in result.result.results:
             statuses[node_result.node.name] = str(node_result.status)
+            if str(node_result.status) in ("error", "fail"):
+                failed.append(node_result)
     if not result.success:
-        failed = [name for name, status in statuses.items() if status in ("error", "fail")]
-        detail = ", ".join(failed) if failed else str(result.exception or "see dbt log")
-        raise DbtFailed(f"dbt {' '.join(args)} failed: {detail}")
+        failures = [_failure(r) for r in failed]
+        detail = "; ".join(failures) or str(result.exception or "see the dbt log")
+        message = f"dbt {' '.join(args)} failed: {detail}"
+        data_tests_only = bool(failed) and all(
+            str(r.status) == "fail" and r.node.resource_type == "test" for r in failed
+        )
+        raise (DbtTestsFailed if data_tests_only else DbtFailed)(message, failures)
     return DbtResult(command=" ".join(args), statuses=statuses)
+
+
+def _failure(node_result: Any) -> str:
+    """One line for a failed node: name, the file declaring it, dbt's message and, for a
+    data test, the compiled query that returns the offending rows."""
+    node = node_result.node
+    message = " ".join(str(node_result.message or node_result.status).split())
+    line = f"{node.name} ({node.original_file_path}): {message}"
+    compiled = getattr(node, "compiled_path", None)
+    if node.resource_type == "test" and compiled:
+        # Under the target path: absolute as run_dbt passes it, else the project's.
+        line += f"; rows: {PROJECT_ROOT / Path(compiled)}"
+    return line

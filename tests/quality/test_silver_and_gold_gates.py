@@ -1,13 +1,15 @@
 """The silver and gold gates on the samples: pass on good data, stop the run on bad data.
 
 One good pipeline run for the module (two of the sample sources); the tests then break
-one layer at a time (a null key in gold, then a duplicate change_id in silver), show the
-run stops there with exit code 1, names the failure in its output and in the report,
-leaves the next layer alone and keeps the failing layer's data. Tests run in file order
-and build on each other.
+one layer at a time (a null key in gold, then a duplicate change_id in silver, which the
+silver step's dbt tests catch), show the run stops there with exit code 1, names the
+failure in its output and in the report, leaves the next layer alone and keeps the
+failing layer's data. Tests run in file order and build on each other.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -118,6 +120,8 @@ def test_deleted_key_put_back_by_hand_fails_the_gold_gate(
 def test_duplicate_change_id_stops_the_run_at_silver(
     good_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
 ):
+    # Nothing new in bronze: the silver step still tests the change log, which was
+    # written since its last build.
     assert good_run[0] == 0
     before_gold = {t: latest_version(spark, t) for t in gold_table_names(sample_config)}
     progress_before = spark.table("lakehouse.gold_progress").orderBy("table_name").collect()
@@ -128,26 +132,36 @@ def test_duplicate_change_id_stops_the_run_at_silver(
     code, output = run_logged(spark, settings, sample_config)
 
     assert code == 1
-    assert "silver gate FAILED" in output
-    assert "silver.sources: duplicate_change_ids = 0, observed " in output
+    assert "silver dbt tests FAILED; the run stopped before the silver gate:" in output
+    failure = (
+        "  - unique_change_log_change_id (models/silver/_silver.yml): "
+        "Got 1 result, configured to fail if != 0; rows: "
+    )
+    assert failure in output
+    rows_query = Path(output.split(failure, 1)[1].splitlines()[0])
+    assert rows_query.is_file() and "change_id" in rows_query.read_text()
     assert f"report: {settings.reports_dir / 'index.html'}" in output
     run = latest_run(settings)
-    assert run["status"] == "stopped by the silver gate"
-    assert run["gates"]["bronze"]["success"] and not run["gates"]["silver"]["success"]
-    assert "gold" not in run["gates"] and "gold" not in run["layers"]
+    assert run["status"] == "stopped by the silver dbt tests"
+    assert list(run["gates"]) == ["bronze"] and run["gates"]["bronze"]["success"]
+    assert "silver" not in run["layers"] and "gold" not in run["layers"]
     # gold untouched: no new table versions, nothing applied from the bad change log
     assert {t: latest_version(spark, t) for t in gold_table_names(sample_config)} == before_gold
     assert spark.table("lakehouse.gold_progress").orderBy("table_name").collect() == progress_before
     # the failing layer's data is still there, duplicate included
     dupes = spark.table("silver.change_log").groupBy("change_id").count().where("count > 1")
     assert dupes.count() == 1
-    assert "duplicate_change_ids" in report_text(settings)
+    assert "stopped by the silver dbt tests" in report_text(settings)
 
 
-def test_validate_silver_alone_names_the_failure(
+def test_the_failed_dbt_test_runs_again_until_silver_is_repaired(
     good_run, settings: Settings, sample_config: LakehouseConfig, capsys
 ):
-    assert cli(settings, sample_config.path, "validate", "--layer", "silver") == 1
-    out = capsys.readouterr().out
-    assert "silver.sources: duplicate_change_ids = 0, observed " in out
-    assert latest_run(settings)["command"] == "validate --layer silver"
+    # The failed build was not recorded: `lakehouse silver` tests again and fails again.
+    assert cli(settings, sample_config.path, "silver") == 1
+    err = capsys.readouterr().err
+    assert "DbtTestsFailed" in err and "unique_change_log_change_id" in err
+    # The gate counts where bronze records went; the duplicate is the dbt test's to find.
+    assert cli(settings, sample_config.path, "validate", "--layer", "silver") == 0
+    # The operator's repair for a bad change log: rebuild it from bronze.
+    assert cli(settings, sample_config.path, "silver", "--full-refresh") == 0
