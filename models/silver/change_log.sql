@@ -35,11 +35,10 @@ keyed as (
                             lineage.`partition`,
                             lineage.`offset`
                         from {{ ref('change_log_rejects') }}
+                        {# Source names are identifiers (config validation): safe to quote. #}
                         {% if var('replay_sources', []) %}
                             where source in (
-                                {%- for name in var('replay_sources') -%}
-                                    {{ dbt.string_literal(name) }}{{ ', ' if not loop.last }}
-                                {%- endfor -%}
+                                '{{ var('replay_sources') | join("', '") }}'
                             )
                         {% endif %}
                     )
