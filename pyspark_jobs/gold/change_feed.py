@@ -77,14 +77,7 @@ def new_changes(
         parts.append(change_log_as_of(spark, up_to_version).where(F.col("table_name").isin(fresh)))
     start = min(following.values(), default=up_to_version)
     if start < up_to_version:
-        feed = (
-            spark.read.format("delta")
-            .option("readChangeFeed", "true")
-            .option("startingVersion", start + 1)
-            .option("endingVersion", up_to_version)
-            .table(CHANGE_LOG_TABLE)
-            .where(F.col("_change_type") == "insert")
-        )
+        feed = change_log_inserts(spark, start, up_to_version)
         bounds = spark.createDataFrame(
             list(following.items()), "table_name string, _applied bigint"
         )
@@ -96,6 +89,20 @@ def new_changes(
     if not parts:
         return spark.table(CHANGE_LOG_TABLE).limit(0)
     return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+
+
+def change_log_inserts(spark: SparkSession, after_version: int, up_to_version: int) -> DataFrame:
+    """Rows the change log gained in versions ``after_version + 1 .. up_to_version``, from
+    its change data feed (the log is append-only: inserts are all there is), with the
+    feed's ``_change_type`` / ``_commit_version`` / ``_commit_timestamp`` columns."""
+    return (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", after_version + 1)
+        .option("endingVersion", up_to_version)
+        .table(CHANGE_LOG_TABLE)
+        .where(F.col("_change_type") == "insert")
+    )
 
 
 def change_log_as_of(spark: SparkSession, version: int) -> DataFrame:

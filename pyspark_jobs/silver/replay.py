@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE, latest_version
+from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE, change_log_inserts, latest_version
 from pyspark_jobs.settings import Settings
 from pyspark_jobs.silver.build import build_silver
 
@@ -95,14 +95,7 @@ def _landed(spark: SparkSession, after_version: int, replayed: DataFrame) -> int
     latest = latest_version(spark, CHANGE_LOG_TABLE)
     if latest <= after_version:
         return 0
-    feed = (
-        spark.read.format("delta")
-        .option("readChangeFeed", "true")
-        .option("startingVersion", after_version + 1)
-        .option("endingVersion", latest)
-        .table(CHANGE_LOG_TABLE)
-        .where(F.col("_change_type") == "insert")
-    )
+    feed = change_log_inserts(spark, after_version, latest)
     return _positions(feed, distinct=False).join(replayed, list(POSITION), "left_semi").count()
 
 
