@@ -89,6 +89,30 @@ def exclusive_lock(path: Path, what: str) -> Iterator[None]:
         os.close(fd)
 
 
+# The file every process that opens the lake's embedded Derby metastore holds: the
+# lakehouse commands that start Spark, and the Makefile's dbt targets (through flock(1)).
+METASTORE_LOCK = "metastore.lock"
+
+
+@contextmanager
+def embedded_metastore_lock(state_dir: Path) -> Iterator[None]:
+    """Hold the lake's embedded-metastore lock, or raise ``LockBusy`` at once.
+
+    Derby admits one JVM: a second one fails deep in Hive's client after its JVM has
+    started, with an error that names neither the holder nor the way out.
+    """
+    try:
+        with exclusive_lock(
+            state_dir / "locks" / METASTORE_LOCK, "a process on this lake's embedded metastore"
+        ):
+            yield
+    except LockBusy as exc:
+        raise LockBusy(
+            f"{exc}; the embedded Derby metastore admits one Spark process at a time: wait "
+            "for it, or use a shared metastore (docs/deploy.md)"
+        ) from None
+
+
 class LakeLock:
     """Locks named ``names`` as rows of the Delta table at ``location``, held together.
 

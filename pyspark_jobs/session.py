@@ -44,6 +44,13 @@ def project_conf(settings: Settings) -> dict[str, str]:
     }
 
 
+def uses_embedded_metastore(settings: Settings) -> bool:
+    """Whether the session's catalog is the lake's embedded Derby database, which admits
+    one JVM at a time (a shared metastore named in the outside settings admits many)."""
+    url = spark_conf(settings)["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    return url.startswith("jdbc:derby:;databaseName=")
+
+
 def spark_conf(settings: Settings) -> dict[str, str]:
     """Every Spark setting of the session: the project's, then the ones given from
     outside (spark-defaults file, ``--conf``), which win.

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from pyspark_jobs.settings import PROJECT_ROOT
 from tests.bronze.conftest import record_line, write_config
 from tests.bronze.processes import Lakehouse
 
@@ -46,6 +49,20 @@ def test_every_lands_new_files_refuses_a_second_ingest_and_stops_on_sigterm(
             "lakehouse: an ingest of source 'files' is already running (pid "
         )
 
+        # On the embedded metastore one Spark process at a time: a gold run and an
+        # analyst's dbt refuse at once, naming the holder, and the ingest goes on.
+        started = time.monotonic()
+        gold = Lakehouse(lake, config, "gold")
+        assert gold.finish(timeout=30) == 3
+        assert time.monotonic() - started < 10
+        assert _last_error(gold).startswith(
+            f"lakehouse: a process on this lake's embedded metastore is already running "
+            f"(pid {running.proc.pid}, lock {lake}/_state/locks/metastore.lock); "
+        )
+        dbt = _analyst_dbt(lake, "run")
+        assert dbt.returncode == 3, dbt.stderr
+        assert f"(pid {running.proc.pid}, lock {lake}/_state/locks/metastore.lock)" in dbt.stderr
+
         # a file added while it runs lands with the next trigger
         (landing / "b.jsonl").write_text(record_line("db.t", 0, 1, {"n": 1}) + "\n")
         assert running.wait_for(lambda line: "files: batch 1: read 1, landed 1" in line, 60)
@@ -61,6 +78,43 @@ def test_every_lands_new_files_refuses_a_second_ingest_and_stops_on_sigterm(
     assert again.finish(timeout=180) == 0, again.errors[-10:]
     assert "bronze files: 0 batches, read 0, landed 0, quarantined 0" in again.lines
     assert _raw_rows(spark, lake) == [("files", 0, '{"n":0}'), ("files", 1, '{"n":1}')]
+
+
+def _analyst_dbt(lake: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(PROJECT_ROOT / "scripts" / "analyst_dbt.sh"), *args],
+        env={**os.environ, "LAKEHOUSE_ROOT": str(lake)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_lakehouse_command_refuses_while_an_analysts_dbt_holds_the_metastore(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path, [{"name": "files", "landing": str(tmp_path)}])
+    lake = tmp_path / "lake"
+    lock = lake / "_state" / "locks" / "metastore.lock"
+    lock.parent.mkdir(parents=True)
+    # What scripts/analyst_dbt.sh holds while dbt runs (flock(1) on the same file).
+    analyst = subprocess.Popen(["flock", str(lock), "sleep", "60"])
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            probe = subprocess.run(["flock", "--nonblock", str(lock), "true"], check=False)
+            if probe.returncode != 0:
+                break
+            time.sleep(0.1)
+        started = time.monotonic()
+        gold = Lakehouse(lake, config, "gold")
+        assert gold.finish(timeout=30) == 3
+        assert time.monotonic() - started < 10
+        assert "embedded Derby metastore admits one Spark process at a time" in _last_error(gold)
+    finally:
+        analyst.kill()
+        analyst.wait()
+    assert not (lake / "metastore_db").exists()  # refused before any JVM opened Derby
 
 
 def _free_port() -> int:

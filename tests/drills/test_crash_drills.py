@@ -4,8 +4,9 @@ finishes, ends with every table identical to an uninterrupted run of the same la
 files: bronze, silver's change log and rejects, every gold table, every SCD2 history
 table, gold's rejects and tombstones, and gold's progress.
 
-Long (one JVM per kill): `make drills`, not `make test`. The seed is printed; replay a
-failure with `LAKEHOUSE_DRILL_SEED=<seed> make drills`.
+Long (one JVM per kill): `make test` runs it on one of its workers while the other runs
+the rest (marker ``drill``: a bare ``pytest`` leaves it out; `make drills` runs it alone).
+The seed is printed; replay a failure with `LAKEHOUSE_DRILL_SEED=<seed> make drills`.
 """
 
 from __future__ import annotations

@@ -176,7 +176,8 @@ class KafkaBroker:
         if self._proc is not None:
             raise KafkaBrokerError("broker already started")
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        self.port, self.controller_port = _free_port(), _free_port()
+        if not self.port:  # a restart keeps its ports: clients know the broker by them
+            self.port, self.controller_port = _free_port(), _free_port()
         config = self._write_config()
         if not (self.work_dir / "data" / "meta.properties").exists():  # else: reuse old data
             fmt = subprocess.run(
@@ -246,6 +247,17 @@ class KafkaBroker:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+    def restart(self, down_seconds: float = 0.0, *, crash: bool = True) -> None:
+        """Take the broker down (SIGKILL when ``crash``, else a clean stop), wait
+        ``down_seconds``, and start it again on the same ports and data."""
+        if crash and self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+        self.stop()
+        time.sleep(down_seconds)
+        self.start()
 
     def __enter__(self) -> KafkaBroker:
         return self.start()
