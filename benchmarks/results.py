@@ -47,12 +47,9 @@ def markdown(results: dict[str, Any]) -> str:
         f"### `make bench`, {results['started_at'][:16].replace('T', ' ')} UTC",
         "",
         f"{machine['cores']} cores, {machine['memory_gib']:.0f} GiB; load average (1 min) "
-        f"{load['before']:.1f} before, {load['after']:.1f} after"
-        + (
-            " (a shared machine: figures inflated)"
-            if load["before"] > 1 or load["after"] > 1
-            else ""
-        )
+        f"{load['before']:.1f} before, {load['after']:.1f} after (the bench's own processes)"
+        # Only the load before the bench tells of other work on the machine.
+        + (" (a shared machine: figures inflated)" if load["before"] > 1 else "")
         + f"; pyspark {machine['pyspark']}, delta-spark {machine['delta_spark']}.",
         "",
         f"Workload: {total:,} records in {workload['landing_mib']:.1f} MiB of landing files "

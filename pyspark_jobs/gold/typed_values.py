@@ -23,6 +23,15 @@ _INFINITE_TEXT = r"(?i)^\s*[+-]?inf(inity)?\s*$"
 _ZERO_TEXT = r"^\s*[+-]?(0+\.?0*|\.0+)([eE][+-]?\d+)?\s*$"
 # The fractional digits of a number in plain notation, trailing zeros left out.
 _FRACTION = r"^\s*[+-]?\d*\.(\d*?)0*\s*$"
+# Epoch milliseconds: past these bounds timestamp_millis overflows (an error, not a null);
+# silver's key check (macros/castable_to_declared_type.sql) stops at the same bounds.
+_EPOCH_DIGITS = r"^-?\d+$"
+_MILLIS_CASTABLE = (-9223372036854775, 9223372036854775)
+# Years 1 to 9999, what SQL databases hold: epoch microseconds or nanoseconds sent where
+# milliseconds are expected land tens of thousands of years out.
+_MILLIS_IN_SQL_RANGE = (-62135596800000, 253402300799999)
+# Digits of a second beyond the microseconds a Spark timestamp keeps, not all zero.
+_SUB_MICROSECOND = r":\d{2}\.\d{6}\d*[1-9]"
 
 
 def _lossless(text: Column, typed: Column, declared: str) -> Column:
@@ -35,7 +44,10 @@ def _lossless(text: Column, typed: Column, declared: str) -> Column:
     - ``decimal(p,s)``: more fractional digits than ``s`` (``12.345`` rounds to ``12.35``);
     - ``double``/``float``: a finite number beyond the range (``1e400`` becomes Infinity) or
       a non-zero one below it (``1e-400`` becomes 0);
-    - ``date``: a time of day other than midnight (``2024-01-01T10:00:00``).
+    - ``date``: a time of day other than midnight (``2024-01-01T10:00:00``);
+    - ``timestamp``: epoch milliseconds outside years 1 to 9999 (microseconds or
+      nanoseconds sent where milliseconds are expected), or an ISO time with non-zero
+      digits beyond the microsecond (``...:00.123456789``).
     """
     decimal = _DECIMAL.match(declared)
     if decimal:
@@ -52,6 +64,11 @@ def _lossless(text: Column, typed: Column, declared: str) -> Column:
     if declared == "date":
         instant = text.try_cast("timestamp")
         return instant.isNull() | (instant == typed.cast("timestamp"))
+    if declared == "timestamp":
+        plain_millis = ~text.rlike(_EPOCH_DIGITS) | text.try_cast("bigint").between(
+            *_MILLIS_IN_SQL_RANGE
+        )
+        return plain_millis & ~text.rlike(_SUB_MICROSECOND)
     return F.lit(True)
 
 
@@ -68,10 +85,13 @@ def cast_value(text: Column, declared: str, exact: bool = False) -> Column:
         return text
     if declared == "timestamp":
         # Epoch milliseconds (the common CDC encoding) or an ISO-8601 string.
-        return F.when(
-            text.rlike(r"^-?\d+$"), F.timestamp_millis(text.try_cast("bigint"))
+        millis = text.try_cast("bigint")
+        typed = F.when(
+            text.rlike(_EPOCH_DIGITS),
+            F.when(millis.between(*_MILLIS_CASTABLE), F.timestamp_millis(millis)),
         ).otherwise(text.try_cast("timestamp"))
-    typed = text.try_cast(spark_type(declared))
+    else:
+        typed = text.try_cast(spark_type(declared))
     return F.when(_lossless(text, typed, declared), typed) if exact else typed
 
 
