@@ -192,7 +192,8 @@ def run_continuously(
         started = clock()
         log(f"cycle {cycle}: started")
         code = run_pipeline(spark, settings, config, log=log, take_locks=take_locks)
-        outcome = "succeeded" if code == EXIT_OK else "stopped by a gate"
+        # The run summary just printed names the gate or the dbt tests that stopped it.
+        outcome = "succeeded" if code == EXIT_OK else "stopped by a gate or dbt's data tests"
         log(f"cycle {cycle}: {outcome} in {clock() - started:.1f} s")
         if (
             maintain_every_seconds is not None
