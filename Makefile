@@ -50,7 +50,7 @@ cluster-down: ## stop everything `make cluster-up` started (nothing is left runn
 # part of it (each drill is a test CI must pass); the benchmark harness is not.
 TEST_WORKERS ?= 2
 test: setup-test ## run the test suite, crash drills included (TEST_WORKERS=2 in parallel)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m 'not bench'
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not bench'
 
 drills: setup-test ## only the crash drills: SIGKILL in every stage, then compare with a clean run
 	$(BIN)/python -m pytest -m drill tests/drills

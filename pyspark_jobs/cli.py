@@ -12,7 +12,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
 
 from pyspark_jobs.config import ConfigError, LakehouseConfig, load_config
 from pyspark_jobs.locks import LockBusy
@@ -39,17 +38,15 @@ class Context:
         )
         self.config: LakehouseConfig = load_config(self.settings.config_path)
         self._spark = None
-        # Never released before the process ends: its JVM holds Derby until then.
-        self.held = ExitStack()
 
     @property
     def spark(self):
         if self._spark is None:
-            from pyspark_jobs.locks import embedded_metastore_lock
+            from pyspark_jobs.locks import hold_embedded_metastore_lock
             from pyspark_jobs.session import get_spark, uses_embedded_metastore
 
             if self.settings.lock_mode == "host" and uses_embedded_metastore(self.settings):
-                self.held.enter_context(embedded_metastore_lock(self.settings.state_dir))
+                hold_embedded_metastore_lock(self.settings.state_dir)
             self._spark = get_spark(self.settings)
         return self._spark
 

@@ -113,6 +113,23 @@ def embedded_metastore_lock(state_dir: Path) -> Iterator[None]:
         ) from None
 
 
+# Embedded-metastore locks this process holds, by lock file: taken once, kept until exit.
+_HELD_FOR_PROCESS: dict[Path, ExitStack] = {}
+
+
+def hold_embedded_metastore_lock(state_dir: Path) -> None:
+    """Take the lake's embedded-metastore lock for the rest of this process, or raise
+    ``LockBusy``. The JVM keeps Derby open until the process ends, so the lock is never
+    given back earlier; a process that holds it already (commands run in-process one after
+    another, as tests do) goes on."""
+    path = state_dir / "locks" / METASTORE_LOCK
+    if path in _HELD_FOR_PROCESS:
+        return
+    held = ExitStack()
+    held.enter_context(embedded_metastore_lock(state_dir))
+    _HELD_FOR_PROCESS[path] = held
+
+
 class LakeLock:
     """Locks named ``names`` as rows of the Delta table at ``location``, held together.
 

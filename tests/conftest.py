@@ -20,7 +20,8 @@ PIPELINE_DATABASES = ("bronze", "staging", "silver", "gold", "lakehouse")
 
 
 # The longest modules, one test each: first in line, so that on `make test`'s two workers
-# they overlap the rest of the suite instead of ending it.
+# they overlap the rest of the suite instead of ending it (`--no-loadscope-reorder` keeps
+# this order: xdist would otherwise send the modules with the most tests first).
 LONG_FIRST = ("tests/drills/", "tests/cluster/")
 
 
