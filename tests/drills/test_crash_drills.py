@@ -4,9 +4,10 @@ finishes, ends with every table identical to an uninterrupted run of the same la
 files: bronze, silver's change log and rejects, every gold table, every SCD2 history
 table, gold's rejects and tombstones, and gold's progress.
 
-Long (one JVM per kill): `make test` runs it on one of its workers while the other runs
-the rest (marker ``drill``: a bare ``pytest`` leaves it out; `make drills` runs it alone).
-The seed is printed; replay a failure with `LAKEHOUSE_DRILL_SEED=<seed> make drills`.
+Long (a JVM per kill): `make drills` runs it alone with 10 kills per stage; `make test`
+(so CI) with 4 (``LAKEHOUSE_DRILL_KILLS``), on one of its workers while the other runs the
+rest. Marker ``drill``: a bare ``pytest`` leaves it out. The seed is printed; replay a
+failure with `LAKEHOUSE_DRILL_SEED=<seed> make drills`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ pytestmark = [pytest.mark.drill, pytest.mark.timeout(5400)]
 
 STAGES = ("bronze", "silver", "gold", "gates")
 KILLS_PER_STAGE = int(os.environ.get("LAKEHOUSE_DRILL_KILLS", "10"))
-BATCHES = 3
+BATCHES = 2
 EVENTS_PER_BATCH = 150
 KEYS = 30
 # The line a run prints as it enters each stage (pyspark_jobs/pipeline.py).
@@ -73,19 +74,29 @@ def timed_clean_run(lake: Path, config: Path) -> dict[str, float]:
     return {s: max(0.5, seen.get(f"end {s}", seen[s] + 1) - seen[s]) for s in STAGES if s in seen}
 
 
-def kill_during(lake: Path, config: Path, stage: str, fraction: float, seconds: float) -> bool:
-    """Start a run, SIGKILL it ``fraction`` of ``seconds`` into ``stage``; whether the
-    kill landed inside the stage."""
+def kill_during(
+    lake: Path, config: Path, stage: str, fraction: float, seconds: float
+) -> float | None:
+    """Start a run, SIGKILL it ``fraction`` of ``seconds`` into ``stage``. None when the
+    kill landed inside the stage; else how long the stage took this time (a re-run finds
+    less to do than the clean run did), to aim the next try with."""
     proc = run(lake, config)
     if not proc.wait_for(lambda line: line.startswith(MARKERS[stage]), timeout=900):
         proc.finish(60)
-        return False
-    time.sleep(fraction * seconds)
-    landed = proc.proc.poll() is None and not any(
-        line.startswith(NEXT[stage]) for line in list(proc.lines)
-    )
+        return 0.0
+    entered = time.monotonic()
+    deadline = entered + fraction * seconds
+    ended: float | None = None
+    while time.monotonic() < deadline and proc.proc.poll() is None:
+        if ended is None and any(line.startswith(NEXT[stage]) for line in list(proc.lines)):
+            ended = time.monotonic() - entered
+        time.sleep(0.02)
+    if ended is None and any(line.startswith(NEXT[stage]) for line in list(proc.lines)):
+        ended = time.monotonic() - entered
+    if ended is None and proc.proc.poll() is not None:
+        ended = 0.0
     proc.kill_group()
-    return landed
+    return ended
 
 
 def comparable(frame: DataFrame) -> DataFrame:
@@ -141,15 +152,18 @@ def test_random_kills_in_every_stage_leave_every_table_as_an_uninterrupted_run(
         timings = timed_clean_run(lakes["clean"], configs["clean"])
         for stage in per_batch[batch]:
             # A re-run may find a stage shorter than the clean run did (the batch already
-            # in bronze, say): a kill that misses its stage is tried again, earlier.
+            # in bronze, say): a kill that misses its stage is tried again, aimed by how
+            # long the stage took in the missed run, and later kills use that duration.
             fraction = rnd.random()
             for _ in range(4):
-                if kill_during(
+                took = kill_during(
                     lakes["drilled"], configs["drilled"], stage, fraction, timings[stage]
-                ):
+                )
+                if took is None:
                     landed[stage] += 1
                     break
-                fraction /= 3
+                timings[stage] = max(0.2, min(timings[stage], took))
+                fraction *= 0.8
         timed_clean_run(lakes["drilled"], configs["drilled"])
     print(f"kills that landed inside their stage: {landed}")
     assert landed == dict.fromkeys(STAGES, KILLS_PER_STAGE), landed
