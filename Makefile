@@ -54,7 +54,7 @@ test: setup-test ## run the test suite, a crash drill included (TEST_WORKERS=2 i
 	LAKEHOUSE_DRILL_KILLS=$(TEST_DRILL_KILLS) $(BIN)/python -m pytest -n $(TEST_WORKERS) \
 		--dist loadfile --no-loadscope-reorder -m 'not bench'
 
-drills: setup-test ## only the crash drills: SIGKILL in every stage, then compare with a clean run
+drills: setup-test ## only the crash drill, 10 SIGKILLs per pipeline stage, compared with a clean run (long)
 	LAKEHOUSE_DRILL_KILLS=$${LAKEHOUSE_DRILL_KILLS:-10} $(BIN)/python -m pytest -m drill tests/drills
 
 report: setup ## build the data-quality report (Data Docs + run summary) and print its path
