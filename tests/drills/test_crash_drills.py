@@ -4,10 +4,9 @@ finishes, ends with every table identical to an uninterrupted run of the same la
 files: bronze, silver's change log and rejects, every gold table, every SCD2 history
 table, gold's rejects and tombstones, and gold's progress.
 
-Long (a JVM per kill): `make drills` runs it alone with 10 kills per stage; `make test`
-(so CI) with 4 (``LAKEHOUSE_DRILL_KILLS``), on one of its workers while the other runs the
-rest. Marker ``drill``: a bare ``pytest`` leaves it out. The seed is printed; replay a
-failure with `LAKEHOUSE_DRILL_SEED=<seed> make drills`.
+Long (a JVM per kill, 45-60 minutes on 2 cores with 10 kills per stage): `make drills`,
+not `make test` (marker ``drill``); ``LAKEHOUSE_DRILL_KILLS`` sets the kills per stage.
+The seed is printed; replay a failure with `LAKEHOUSE_DRILL_SEED=<seed> make drills`.
 """
 
 from __future__ import annotations
