@@ -4,7 +4,8 @@ finishes, ends with every table identical to an uninterrupted run of the same la
 files: bronze, silver's change log and rejects, every gold table, every SCD2 history
 table, gold's rejects and tombstones, and gold's progress.
 
-Long (a JVM per kill, 45-60 minutes on 2 cores with 10 kills per stage): `make drills`,
+Long (a JVM per kill; with 10 kills per stage about an hour on 2 cores, estimated from
+partial runs): `make drills`,
 not `make test` (marker ``drill``); ``LAKEHOUSE_DRILL_KILLS`` sets the kills per stage.
 The seed is printed; replay a failure with `LAKEHOUSE_DRILL_SEED=<seed> make drills`.
 """
