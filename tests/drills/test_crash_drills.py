@@ -115,7 +115,7 @@ def comparable(frame: DataFrame) -> DataFrame:
 def table_rows(spark: SparkSession, lake: Path, table: str) -> list[tuple]:
     schema, name = table.split(".")
     frame = spark.read.format("delta").load(str(lake / "warehouse" / f"{schema}.db" / name))
-    return sorted(tuple(r) for r in comparable(frame).collect())
+    return sorted((tuple(r) for r in comparable(frame).collect()), key=repr)  # NULLs too
 
 
 def latest_progress(spark: SparkSession, lake: Path) -> dict[str, int]:
