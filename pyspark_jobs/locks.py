@@ -94,39 +94,30 @@ def exclusive_lock(path: Path, what: str) -> Iterator[None]:
 METASTORE_LOCK = "metastore.lock"
 
 
-@contextmanager
-def embedded_metastore_lock(state_dir: Path) -> Iterator[None]:
-    """Hold the lake's embedded-metastore lock, or raise ``LockBusy`` at once.
-
-    Derby admits one JVM: a second one fails deep in Hive's client after its JVM has
-    started, with an error that names neither the holder nor the way out.
-    """
-    try:
-        with exclusive_lock(
-            state_dir / "locks" / METASTORE_LOCK, "a process on this lake's embedded metastore"
-        ):
-            yield
-    except LockBusy as exc:
-        raise LockBusy(
-            f"{exc}; the embedded Derby metastore admits one Spark process at a time: wait "
-            "for it, or use a shared metastore (docs/deploy.md)"
-        ) from None
-
-
 # Embedded-metastore locks this process holds, by lock file: taken once, kept until exit.
 _HELD_FOR_PROCESS: dict[Path, ExitStack] = {}
 
 
 def hold_embedded_metastore_lock(state_dir: Path) -> None:
     """Take the lake's embedded-metastore lock for the rest of this process, or raise
-    ``LockBusy``. The JVM keeps Derby open until the process ends, so the lock is never
-    given back earlier; a process that holds it already (commands run in-process one after
-    another, as tests do) goes on."""
+    ``LockBusy`` at once.
+
+    Derby admits one JVM: a second one fails deep in Hive's client after its JVM has
+    started, naming neither the holder nor the way out. The JVM keeps Derby open until the
+    process ends, so the lock is never given back earlier; a process that holds it already
+    (commands run in-process one after another, as tests do) goes on.
+    """
     path = state_dir / "locks" / METASTORE_LOCK
     if path in _HELD_FOR_PROCESS:
         return
     held = ExitStack()
-    held.enter_context(embedded_metastore_lock(state_dir))
+    try:
+        held.enter_context(exclusive_lock(path, "a process on this lake's embedded metastore"))
+    except LockBusy as exc:
+        raise LockBusy(
+            f"{exc}; the embedded Derby metastore admits one Spark process at a time: wait "
+            "for it, or use a shared metastore (docs/deploy.md)"
+        ) from None
     _HELD_FOR_PROCESS[path] = held
 
 

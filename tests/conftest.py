@@ -19,17 +19,14 @@ from pyspark_jobs.settings import DEFAULT_CONFIG, PROJECT_ROOT, Settings
 PIPELINE_DATABASES = ("bronze", "staging", "silver", "gold", "lakehouse")
 
 
-# The longest modules, one test each: first in line, so that on `make test`'s two workers
-# they overlap the rest of the suite instead of ending it (`--no-loadscope-reorder` keeps
-# this order: xdist would otherwise send the modules with the most tests first).
-LONG_FIRST = ("tests/drills/", "tests/cluster/")
+# The longest module, one test: first in line, so that on `make test`'s two workers it
+# overlaps the rest of the suite instead of ending it (`--no-loadscope-reorder` keeps this
+# order: xdist would otherwise send the modules with the most tests first).
+LONGEST = "tests/cluster/"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        return next((i for i, p in enumerate(LONG_FIRST) if item.nodeid.startswith(p)), 99)
-
-    items.sort(key=rank)
+    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST))
 
 
 @pytest.fixture(scope="session")
