@@ -46,13 +46,13 @@ cluster-run: setup ## run the pipeline on the cluster of `make cluster-up` (silv
 cluster-down: ## stop everything `make cluster-up` started (nothing is left running)
 	$(BIN)/python scripts/cluster.py stop --dir $(CLUSTER_DIR)
 
-# Two workers, a module each at a time, the longest (the cluster test) first. The crash
-# drill and the benchmark harness are left out (pyproject's addopts): `make drills`.
+# Two workers, a module each at a time, the longest (the crash drill, the cluster test)
+# first. The benchmark harness is left out (pyproject's addopts): `make bench-check`.
 TEST_WORKERS ?= 2
-test: setup-test ## run the test suite (TEST_WORKERS=2 in parallel; not the crash drill)
+test: setup-test ## run the test suite, the crash drill included (TEST_WORKERS=2 in parallel)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-drills: setup-test ## only the crash drill, 10 SIGKILLs per pipeline stage, compared with a clean run (long)
+drills: setup-test ## only the crash drill, 10 SIGKILLs per pipeline stage, compared with a clean run (~30 min)
 	LAKEHOUSE_DRILL_KILLS=$${LAKEHOUSE_DRILL_KILLS:-10} $(BIN)/python -m pytest -m drill tests/drills
 
 report: setup ## build the data-quality report (Data Docs + run summary) and print its path

@@ -24,6 +24,13 @@ def _log(message: str) -> None:
     print(message, flush=True)
 
 
+def _started(ctx: Context, step: str) -> None:
+    """Start Spark, then say the step has begun: the same progress line ``run`` prints as
+    it enters the step (watchers, the crash drills, time the work after the JVM's start)."""
+    ctx.spark  # noqa: B018 - the session starts here, not inside the step
+    _log(step)
+
+
 class Context:
     """Settings and config resolved once from the flags; the Spark session on demand."""
 
@@ -84,6 +91,7 @@ def cmd_ingest(ctx: Context, args: argparse.Namespace) -> int:
     # --every ends after the batch in flight.
     stop = _stop_on_signals() if args.every is not None else threading.Event()
     with ingest_locks(ctx.settings, sources, lambda: ctx.spark):
+        _started(ctx, "bronze: building")
         reports = ingest(
             ctx.spark,
             ctx.settings,
@@ -106,6 +114,7 @@ def cmd_ingest(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_silver(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.silver.build import build_silver
 
+    _started(ctx, "silver: building")
     build_silver(ctx.spark, ctx.settings, ctx.config, full_refresh=args.full_refresh, log=_log)
     return 0
 
@@ -114,6 +123,7 @@ def cmd_gold(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.gold.apply import apply_gold
     from pyspark_jobs.gold.rebuild import rebuild_table
 
+    _started(ctx, "gold: building")
     if args.rebuild:
         rebuild_table(ctx.spark, ctx.config, args.rebuild, log=_log)
     else:
@@ -176,6 +186,7 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.quality.gates import run_gate
     from pyspark_jobs.run_summary import RunSummary, format_summary
 
+    _started(ctx, f"{args.layer} gate: validating")
     summary = RunSummary(command=f"validate --layer {args.layer}")
     gate = run_gate(ctx.spark, ctx.settings, ctx.config, args.layer, run_name=summary.run_id)
     summary.gates[args.layer] = gate.as_dict()

@@ -19,14 +19,19 @@ from pyspark_jobs.settings import DEFAULT_CONFIG, PROJECT_ROOT, Settings
 PIPELINE_DATABASES = ("bronze", "staging", "silver", "gold", "lakehouse")
 
 
-# The longest module, one test: first in line, so that on `make test`'s two workers it
-# overlaps the rest of the suite instead of ending it (`--no-loadscope-reorder` keeps this
-# order: xdist would otherwise send the modules with the most tests first).
-LONGEST = "tests/cluster/"
+# The longest modules, one test each (the crash drill, then the cluster): first in line,
+# so that on `make test`'s two workers they overlap the rest of the suite instead of
+# ending it (`--no-loadscope-reorder` keeps this order: xdist would otherwise send the
+# modules with the most tests first).
+LONGEST = ("tests/drills/", "tests/cluster/")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST))
+    def rank(item: pytest.Item) -> int:
+        starts = [item.nodeid.startswith(folder) for folder in LONGEST]
+        return starts.index(True) if any(starts) else len(LONGEST)
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(scope="session")

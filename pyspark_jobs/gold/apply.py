@@ -62,7 +62,6 @@ from pyspark_jobs.gold.scd2_history import (
     typed_versions,
     versions,
 )
-from pyspark_jobs.gold.snapshots import load_snapshots
 from pyspark_jobs.gold.staging import (
     HISTORY_KEY,
     STATE,
@@ -83,6 +82,7 @@ from pyspark_jobs.gold.tables import (
 )
 from pyspark_jobs.gold.validation import reject_reason
 from pyspark_jobs.job_names import named_jobs
+from pyspark_jobs.snapshots import load_snapshots
 
 # MERGEs in flight at once: each is mostly driver-side planning and Delta log work for a
 # few rows, so a few overlap well even on two cores.

@@ -32,7 +32,9 @@ from pyspark_jobs.gold.tables import (
     gold_columns,
     gold_table_name,
 )
+from pyspark_jobs.job_names import named_jobs
 from pyspark_jobs.quality.definitions import CheckpointSpec
+from pyspark_jobs.snapshots import load_snapshots
 
 CHANGE_LOG = "silver.change_log"
 REJECTS = "silver.change_log_rejects"
@@ -409,6 +411,8 @@ def _gold_tables(spark: SparkSession, config: LakehouseConfig) -> list[tuple[Sou
 def _gold(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
     tables = _gold_tables(spark, config)
     _require(spark, TOMBSTONES_TABLE, PENDING_TABLE)
+    with named_jobs(spark, "gold gate: load snapshots"):
+        load_snapshots(spark, [name for _, _, name in tables] + [TOMBSTONES_TABLE, PENDING_TABLE])
     # Schemas are metadata: compared on the driver, one row per configured table.
     described = spark.createDataFrame(
         [

@@ -1,13 +1,18 @@
-"""Crash drills: `lakehouse run` killed with SIGKILL at random moments of every stage
-(bronze, dbt's silver build, gold's folds and MERGEs, validation), re-run until it
-finishes, ends with every table identical to an uninterrupted run of the same landing
-files: bronze, silver's change log and rejects, every gold table, every SCD2 history
-table, gold's rejects and tombstones, and gold's progress.
+"""Crash drills: SIGKILL at random moments of every stage (bronze's ingest, dbt's silver
+build, gold's folds and MERGEs, a gate's validation), re-run until it finishes, ends with
+every table identical to an uninterrupted run of the same landing files: bronze, silver's
+change log and rejects, every gold table, every SCD2 history table, gold's rejects and
+tombstones, and gold's progress.
 
-Long (a JVM per kill; with 10 kills per stage about an hour on 2 cores, estimated from
-partial runs): `make drills`,
-not `make test` (marker ``drill``); ``LAKEHOUSE_DRILL_KILLS`` sets the kills per stage.
-The seed is printed; replay a failure with `LAKEHOUSE_DRILL_SEED=<seed> make drills`.
+Each batch lands in both lakes; the clean lake gets one `lakehouse run`. The drilled lake
+gets, stage by stage, the stage's own command (`lakehouse ingest`, `silver`, `gold`,
+`validate --layer <random layer>`) killed at random moments, that command run to its end,
+then one `lakehouse run` that must find the layers as the clean run left them. A killed
+stage command costs its JVM's start and the work up to the kill, not the stages before it.
+
+Long (a JVM per kill: 27 minutes alone on 2 cores with 10 kills per stage):
+`make drills`, and CI through `make test`. ``LAKEHOUSE_DRILL_KILLS`` sets the kills per
+stage. The seed is printed; replay a failure with `LAKEHOUSE_DRILL_SEED=<seed> make drills`.
 """
 
 from __future__ import annotations
@@ -33,9 +38,12 @@ KILLS_PER_STAGE = int(os.environ.get("LAKEHOUSE_DRILL_KILLS", "10"))
 BATCHES = 2
 EVENTS_PER_BATCH = 150
 KEYS = 30
-# The line a run prints as it enters each stage (pyspark_jobs/pipeline.py).
+# The line a run, or the stage's own command, prints as it enters each stage
+# (pyspark_jobs/pipeline.py, pyspark_jobs/cli.py); a gate's line names its layer.
 MARKERS = {"bronze": "bronze: building", "silver": "silver: building",
            "gold": "gold: building", "gates": "gold gate: validating"}  # fmt: skip
+COMMANDS = {"bronze": ("ingest",), "silver": ("silver",), "gold": ("gold",)}
+GATE_LAYERS = ("bronze", "silver", "gold")
 NEXT = {"bronze": "bronze gate: validating", "silver": "silver gate: validating",
         "gold": "gold gate: validating", "gates": "run summary:"}  # fmt: skip
 IGNORED = {"_updated_at", "recorded_at", "applied_at", "ingested_at", "batch_id",
@@ -74,29 +82,40 @@ def timed_clean_run(lake: Path, config: Path) -> dict[str, float]:
     return {s: max(0.5, seen.get(f"end {s}", seen[s] + 1) - seen[s]) for s in STAGES if s in seen}
 
 
+def stage_command(stage: str, rnd: random.Random) -> tuple[tuple[str, ...], str]:
+    """The command that runs ``stage`` alone, and the line it prints as the stage starts."""
+    if stage == "gates":
+        layer = rnd.choice(GATE_LAYERS)
+        return ("validate", "--layer", layer), f"{layer} gate: validating"
+    return COMMANDS[stage], MARKERS[stage]
+
+
 def kill_during(
-    lake: Path, config: Path, stage: str, fraction: float, seconds: float
-) -> float | None:
-    """Start a run, SIGKILL it ``fraction`` of ``seconds`` into ``stage``. None when the
-    kill landed inside the stage; else how long the stage took this time (a re-run finds
-    less to do than the clean run did), to aim the next try with."""
-    proc = run(lake, config)
-    if not proc.wait_for(lambda line: line.startswith(MARKERS[stage]), timeout=900):
-        proc.finish(60)
+    lake: Path, config: Path, command: tuple[str, ...], marker: str, fraction: float,
+    seconds: float,
+) -> float | None:  # fmt: skip
+    """Start ``command``, SIGKILL it ``fraction`` of ``seconds`` after it prints ``marker``.
+    None when the kill landed before the command ended; else how long the stage took this
+    time (a re-run finds less to do than the clean run did), to aim the next try with."""
+    proc = Lakehouse(lake, config, *command)
+    if not proc.wait_for(lambda line: line.startswith(marker), timeout=900):
+        assert proc.finish(60) == 0, proc.lines[-20:] + proc.errors[-20:]
         return 0.0
     entered = time.monotonic()
     deadline = entered + fraction * seconds
-    ended: float | None = None
     while time.monotonic() < deadline and proc.proc.poll() is None:
-        if ended is None and any(line.startswith(NEXT[stage]) for line in list(proc.lines)):
-            ended = time.monotonic() - entered
         time.sleep(0.02)
-    if ended is None and any(line.startswith(NEXT[stage]) for line in list(proc.lines)):
-        ended = time.monotonic() - entered
-    if ended is None and proc.proc.poll() is not None:
-        ended = 0.0
+    if proc.proc.poll() is not None:
+        assert proc.finish(60) == 0, proc.lines[-20:] + proc.errors[-20:]
+        return time.monotonic() - entered
     proc.kill_group()
-    return ended
+    return None
+
+
+def finish(lake: Path, config: Path, command: tuple[str, ...]) -> None:
+    """Run ``command`` to its end (after the kills of its stage)."""
+    proc = Lakehouse(lake, config, *command)
+    assert proc.finish(1800) == 0, proc.lines[-20:] + proc.errors[-20:]
 
 
 def comparable(frame: DataFrame) -> DataFrame:
@@ -150,20 +169,25 @@ def test_random_kills_in_every_stage_leave_every_table_as_an_uninterrupted_run(
         shutil.rmtree(landing["drilled"], ignore_errors=True)  # none before the first batch
         shutil.copytree(landing["clean"], landing["drilled"])
         timings = timed_clean_run(lakes["clean"], configs["clean"])
-        for stage in per_batch[batch]:
-            # A re-run may find a stage shorter than the clean run did (the batch already
-            # in bronze, say): a kill that misses its stage is tried again, aimed by how
-            # long the stage took in the missed run, and later kills use that duration.
-            fraction = rnd.random()
-            for _ in range(4):
-                took = kill_during(
-                    lakes["drilled"], configs["drilled"], stage, fraction, timings[stage]
-                )
-                if took is None:
-                    landed[stage] += 1
-                    break
-                timings[stage] = max(0.2, min(timings[stage], took))
-                fraction *= 0.8
+        for stage in STAGES:
+            for _ in range(per_batch[batch].count(stage)):
+                # A re-run may find a stage shorter than the clean run did (the batch
+                # already half in bronze, say): a kill that misses is tried again, aimed by
+                # how long the stage took in the missed run, and later kills use that.
+                command, marker = stage_command(stage, rnd)
+                fraction = rnd.random()
+                for _ in range(4):
+                    took = kill_during(
+                        lakes["drilled"], configs["drilled"], command, marker, fraction,
+                        timings[stage],
+                    )  # fmt: skip
+                    if took is None:
+                        landed[stage] += 1
+                        break
+                    timings[stage] = max(0.2, min(timings[stage], took))
+                    fraction *= 0.8
+            if stage != "gates":
+                finish(lakes["drilled"], configs["drilled"], COMMANDS[stage])
         timed_clean_run(lakes["drilled"], configs["drilled"])
     print(f"kills that landed inside their stage: {landed}")
     assert landed == dict.fromkeys(STAGES, KILLS_PER_STAGE), landed

@@ -1,10 +1,10 @@
-"""Load the Delta snapshots a run will read, all at once.
+"""Load the Delta snapshots a step will read, all at once.
 
 A process reads each Delta table's log once, then works from the cached snapshot. Loaded
-one table at a time inside the folds and MERGEs, those loads (a log listing, a state
-reconstruction job, a file listing) run back to back; they are independent, so a run
-loads them concurrently before it starts (``spark.databricks.delta`` caches them per
-table for the session).
+one table at a time (inside gold's folds and MERGEs, or as the gold gate names each
+table), those loads (a log listing, a state reconstruction job, a file listing) run back
+to back; they are independent, so a step loads them concurrently before it starts
+(``spark.databricks.delta`` caches them per table for the session).
 """
 
 from __future__ import annotations
