@@ -46,10 +46,11 @@ cluster-run: setup ## run the pipeline on the cluster of `make cluster-up` (silv
 cluster-down: ## stop everything `make cluster-up` started (nothing is left running)
 	$(BIN)/python scripts/cluster.py stop --dir $(CLUSTER_DIR)
 
-# Two workers, a module each at a time, the longest (the crash drill, the cluster test)
-# first. The benchmark harness is left out (pyproject's addopts): `make bench-check`.
+# Two workers, a module each at a time, the longest first (tests/conftest.py). The crash
+# drill and the benchmark harness are left out (pyproject's addopts): `make drills`,
+# `make bench-check`.
 TEST_WORKERS ?= 2
-test: setup-test ## run the test suite, the crash drill included (TEST_WORKERS=2 in parallel)
+test: setup-test ## run the test suite (TEST_WORKERS=2 in parallel; not the crash drill: make drills)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 drills: setup-test ## only the crash drill, 10 SIGKILLs per pipeline stage, compared with a clean run (~30 min)
