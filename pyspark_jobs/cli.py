@@ -27,7 +27,7 @@ def _log(message: str) -> None:
 def _started(ctx: Context, step: str) -> None:
     """Start Spark, then say the step has begun: the same progress line ``run`` prints as
     it enters the step (watchers, the crash drills, time the work after the JVM's start)."""
-    ctx.spark  # noqa: B018 - the session starts here, not inside the step
+    _ = ctx.spark  # the session starts here, not inside the step
     _log(step)
 
 

@@ -20,9 +20,8 @@ PIPELINE_DATABASES = ("bronze", "staging", "silver", "gold", "lakehouse")
 
 
 # The longest modules, one test each (the crash drill when selected, then the cluster):
-# first in line,
-# so that on `make test`'s two workers they overlap the rest of the suite instead of
-# ending it (`--no-loadscope-reorder` keeps this order: xdist would otherwise send the
+# first in line, so that on `make test`'s two workers they overlap the rest of the suite
+# instead of ending it (`--no-loadscope-reorder` keeps this order: xdist would otherwise send the
 # modules with the most tests first).
 LONGEST = ("tests/drills/", "tests/cluster/")
 
