@@ -43,10 +43,10 @@ from pyspark_jobs.gold.change_feed import (
     new_changes,
     record_progress,
 )
-from pyspark_jobs.gold.fold_inputs import gather, materialized
+from pyspark_jobs.gold.fold_inputs import gather
 from pyspark_jobs.gold.folds import FAMILIES
 from pyspark_jobs.gold.folds.events import KEY
-from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY
+from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY, materialized
 from pyspark_jobs.gold.merge import (
     MergeMetrics,
     expire_tombstones,

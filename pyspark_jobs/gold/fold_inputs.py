@@ -18,16 +18,11 @@ from pyspark.sql import functions as F
 from pyspark_jobs.gold.change_feed import change_log_as_of
 from pyspark_jobs.gold.folds import FoldFamily, FoldInputs
 from pyspark_jobs.gold.folds.events import KEY, sorted_history
-from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY
+from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY, materialized
 from pyspark_jobs.gold.images import current_images
 from pyspark_jobs.gold.table_specs import GoldTable, specs_frame
 from pyspark_jobs.gold.tables import TOMBSTONES_TABLE
 from pyspark_jobs.gold.typed_values import declared_types
-
-
-def materialized(frame: DataFrame) -> DataFrame:
-    """``frame`` computed once and kept (memory, spilling to disk), its plan cut off."""
-    return frame.localCheckpoint(eager=True)
 
 
 def keys_of(changes: DataFrame) -> DataFrame:

@@ -32,8 +32,8 @@ from pyspark_jobs.gold.change_feed import (
     latest_version,
     record_progress,
 )
-from pyspark_jobs.gold.fold_inputs import materialized
 from pyspark_jobs.gold.folds import FAMILIES
+from pyspark_jobs.gold.folds.shared import materialized
 from pyspark_jobs.gold.scd2_history import create_history_table
 from pyspark_jobs.gold.staging import stage
 from pyspark_jobs.gold.table_specs import GoldTable, gold_tables

@@ -22,7 +22,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pyspark_jobs.gold.folds.events import EVENT_COLUMNS, as_events, expand_truncates, is_table_wide
-from pyspark_jobs.gold.folds.shared import CHANGES_TYPE, TABLE_WIDE_KEY
+from pyspark_jobs.gold.folds.shared import CHANGES_TYPE, TABLE_WIDE_KEY, materialized
 
 EDGE_ENDS = ("from", "to")
 
@@ -131,9 +131,11 @@ def graph_events(history: DataFrame, specs: DataFrame) -> DataFrame:
 
 
 def _involved(rows: DataFrame, specs: DataFrame) -> DataFrame:
-    """``change_id``, ``kind``, ``op`` and each vertex a change-log row involves
-    (``v_source``, ``v_type``, ``v_uid``): a vertex row its vertex, an edge row both ends,
-    a vertex-type truncate its type (``v_uid`` null: every vertex of the type)."""
+    """``change_id``, ``table_name``, ``kind``, ``op``, ``wide`` (a table-wide row) and
+    each vertex a change-log row involves (``v_source``, ``v_type``, ``v_uid``): a vertex
+    row its vertex, an edge row both ends, a vertex-type truncate its type (``v_uid``
+    null: every vertex of the type). Every row appears at least once: an edge table's
+    truncate involves no vertex (its ``v_*`` are null)."""
     keyed = rows.join(
         F.broadcast(
             specs.select(
@@ -151,25 +153,23 @@ def _involved(rows: DataFrame, specs: DataFrame) -> DataFrame:
     def vertex(source: Column, typ: Column, uid: Column) -> Column:
         return F.struct(source.alias("v_source"), typ.alias("v_type"), uid.alias("v_uid"))
 
-    involved = (
-        F.when(
-            F.col("kind") == "vertex",
-            F.array(vertex(F.col("source"), F.col("_type"), F.when(~wide, key[F.col("_vkey")]))),
-        )
-        .when(
-            (F.col("kind") == "edge") & ~wide,
-            F.array(
-                *[
-                    vertex(F.col("source"), key[f"{end}_type"], key[f"{end}_uid"])
-                    for end in EDGE_ENDS
-                ]
-            ),
-        )
-        .otherwise(F.array().cast("array<struct<v_source: string, v_type: string, v_uid: string>>"))
+    involved = F.when(
+        F.col("kind") == "vertex",
+        F.array(vertex(F.col("source"), F.col("_type"), F.when(~wide, key[F.col("_vkey")]))),
+    ).when(
+        (F.col("kind") == "edge") & ~wide,
+        F.array(
+            *[vertex(F.col("source"), key[f"{end}_type"], key[f"{end}_uid"]) for end in EDGE_ENDS]
+        ),
     )
-    return keyed.select("change_id", "kind", "op", F.explode(involved).alias("v")).select(
-        "change_id", "kind", "op", "v.*"
-    )
+    return keyed.select(
+        "change_id",
+        "table_name",
+        "kind",
+        "op",
+        wide.alias("wide"),
+        F.explode_outer(involved).alias("v"),
+    ).select("change_id", "table_name", "kind", "op", "wide", "v.*")
 
 
 def _touching(involved: DataFrame, vertices: DataFrame) -> DataFrame:
@@ -179,7 +179,7 @@ def _touching(involved: DataFrame, vertices: DataFrame) -> DataFrame:
         F.col("v_source").alias("t_source"),
         F.col("v_type").alias("t_type"),
         F.col("v_uid").alias("t_uid"),
-    ).distinct()
+    )
     same_type = (F.col("v_source") == F.col("t_source")) & (F.col("v_type") == F.col("t_type"))
     exact = involved.join(
         targets.where(F.col("t_uid").isNotNull()),
@@ -202,23 +202,25 @@ def graph_history_rows(log: DataFrame, specs: DataFrame, changes: DataFrame) -> 
     other ends (their cascades); every table-wide row (truncates are few); and every row
     of an edge table a new row truncates. A vertex reached only as the other end of an
     edge is not affected (no new event of its own), so its history may stay partial.
+
+    The log is read twice: once for the narrow vertex index these steps all query
+    (materialized), once for the rows they choose.
     """
-    involved = _involved(log, specs)
+    involved = materialized(_involved(log, specs))
     first = _touching(involved, _involved(changes, specs)).select("change_id")
     edge_ends = involved.where(F.col("kind") == "edge").join(first, "change_id", "left_semi")
     removals = involved.where((F.col("kind") == "vertex") & F.col("op").isin("delete", "truncate"))
     second = _touching(removals, edge_ends).select("change_id")
-    table_wide = log.where(F.col("record_key") == TABLE_WIDE_KEY).select("change_id")
+    table_wide = involved.where(F.col("wide")).select("change_id")
     truncated_edges = (
         changes.where(F.col("record_key") == TABLE_WIDE_KEY)
         .join(F.broadcast(specs.where(F.col("kind") == "edge").select("table_name")), "table_name")
         .select("table_name")
     )
-    whole_tables = log.join(F.broadcast(truncated_edges.distinct()), "table_name", "left_semi")
+    whole_tables = involved.join(F.broadcast(truncated_edges), "table_name", "left_semi")
     wanted = (
         first.unionByName(second)
         .unionByName(table_wide)
         .unionByName(whole_tables.select("change_id"))
-        .distinct()
     )
     return log.join(wanted, "change_id", "left_semi")

@@ -40,6 +40,11 @@ NET_STATE_COLUMNS = (
 )
 
 
+def materialized(frame: DataFrame) -> DataFrame:
+    """``frame`` computed once and kept (memory, spilling to disk), its plan cut off."""
+    return frame.localCheckpoint(eager=True)
+
+
 NET_STATE_SCHEMA = (
     f"table_name string, _record_key string, _live boolean, _image {IMAGE_TYPE}, "
     f"_seq {SEQ_TYPE}, _change_id string, _source string, _event_ts timestamp, "
