@@ -13,9 +13,13 @@
     replay_sources: [names]): the bronze records that change_log_rejects holds are staged
     again with the current config, and those that now make valid changes land here; the
     anti join on change_id lands each change once however often they are replayed. dbt
-    cannot see a ref behind a var when it parses, hence the depends_on line.
+    cannot see a ref behind is_incremental() when it parses, hence the depends_on line,
+    only in a replay: otherwise the two silver models are independent and build at once
+    (profiles.yml threads).
 #}
+{% if var('replay_rejects', false) -%}
 -- depends_on: {{ ref('change_log_rejects') }}
+{%- endif %}
 with
 
 keyed as (
