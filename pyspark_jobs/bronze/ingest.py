@@ -4,6 +4,9 @@ Exactly-once: the stream's checkpoint fixes which files/offsets make up each mic
 (the offset log is written before the batch runs), and each batch is written with Delta's
 idempotent-write options (``txnAppId`` + ``txnVersion`` = batch id), so a batch replayed
 after a crash is skipped by Delta instead of being appended twice.
+
+A landing source with no file its checkpoint has not read starts no query at all
+(``landing_listing``): starting one only to find nothing costs seconds per source.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from pyspark_jobs.bronze.landing_listing import listing_signature, nothing_new, record_signature
 from pyspark_jobs.bronze.progress import (
     BatchCounts,
     SourceIngest,
@@ -149,9 +153,9 @@ def _batch_writer(
     return write_batch
 
 
-def _stream(spark: SparkSession, source: Source, max_per_batch: int) -> DataFrame:
-    if source.landing is None:
-        return read_kafka(spark, source, max_per_batch)
+def _check_landing(source: Source) -> None:
+    """Raise ``LandingError`` unless the source's landing folder is (or can be made) readable."""
+    assert source.landing is not None
     if source.landing.exists() and not source.landing.is_dir():
         raise LandingError(f"source {source.name!r}: landing {source.landing} is not a folder")
     try:
@@ -162,6 +166,11 @@ def _stream(spark: SparkSession, source: Source, max_per_batch: int) -> DataFram
         ) from exc
     if not os.access(source.landing, os.R_OK | os.X_OK):
         raise LandingError(f"source {source.name!r}: landing folder {source.landing} is unreadable")
+
+
+def _stream(spark: SparkSession, source: Source, max_per_batch: int) -> DataFrame:
+    if source.landing is None:
+        return read_kafka(spark, source, max_per_batch)
     return read_landing_files(spark, source, max_per_batch)
 
 
@@ -214,9 +223,17 @@ def ingest(
     Raises ``LockBusy`` when another ingest of one of the sources is running (pass
     ``take_locks=False`` when the caller already holds ``ingest_locks``). Setting
     ``stop`` ends the run after the batches in flight (how ``--every`` ends on SIGTERM).
+
+    Without ``every_seconds``, a landing source whose folder lists the same files as when
+    its last completed run started starts no query (``landing_listing``): its report is
+    ``skipped``, with nothing read.
     """
     sources = chosen_sources(config, source_names)
     reports = [SourceIngest(s.name) for s in sources]
+    stop = stop or threading.Event()
+    # (checkpoint, listing signature taken before its query started) to store once every
+    # query has ended on its own.
+    listings: list[tuple[str, str]] = []
     with ExitStack() as stack:
         if take_locks:
             stack.enter_context(ingest_locks(settings, sources, lambda: spark))
@@ -225,6 +242,16 @@ def ingest(
         try:
             for source, report in zip(sources, reports, strict=True):
                 checkpoint = join_location(settings.checkpoint_dir, "bronze", source.name)
+                if source.landing is not None:
+                    _check_landing(source)
+                    # --every's queries never end on their own, so they never store one.
+                    listing = listing_signature(source.landing) if every_seconds is None else None
+                    if listing is not None and nothing_new(checkpoint, listing):
+                        report.skipped = True
+                        log(f"bronze {source.name}: no new landing files, stream not started")
+                        continue
+                    if listing is not None:
+                        listings.append((checkpoint, listing))
                 writer = (
                     _stream(spark, source, max_per_batch)
                     .writeStream.queryName(f"bronze_{source.name}")
@@ -236,9 +263,13 @@ def ingest(
                 else:
                     writer = writer.trigger(processingTime=f"{every_seconds} seconds")
                 started.append((writer.start(), report))
-            _wait(started, log, stop or threading.Event())
+            _wait(started, log, stop)
         finally:
             for query, _ in started:
                 if query.isActive:
                     query.stop()
+        # _wait returned, so no query failed; one stopped on request may not have read all.
+        if not stop.is_set():
+            for checkpoint, listing in listings:
+                record_signature(checkpoint, listing)
     return reports

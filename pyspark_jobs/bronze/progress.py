@@ -31,6 +31,8 @@ class SourceIngest:
     batches: dict[int, BatchCounts] = field(default_factory=dict)
     lag: dict[int, int] = field(default_factory=dict)
     reported: set[int] = field(default_factory=set)
+    # No query was started: the landing folder had no file the checkpoint had not read.
+    skipped: bool = False
 
     @property
     def read(self) -> int:

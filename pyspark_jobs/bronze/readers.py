@@ -23,12 +23,17 @@ KAFKA_DEFAULTS = {
 }
 
 
+# The landing files a source reads, by name, in its folder and every folder below it
+# (``landing_listing`` hashes the same files).
+LANDING_GLOB = "*.jsonl"
+
+
 def read_landing_files(spark: SparkSession, source: Source, max_files_per_batch: int) -> DataFrame:
-    """Stream the JSON-lines landing files of a source (``*.jsonl`` under its folder)."""
+    """Stream the JSON-lines landing files of a source (``LANDING_GLOB`` under its folder)."""
     assert source.landing is not None
     lines = (
         spark.readStream.format("text")
-        .option("pathGlobFilter", "*.jsonl")
+        .option("pathGlobFilter", LANDING_GLOB)
         .option("recursiveFileLookup", "true")
         .option("maxFilesPerTrigger", max_files_per_batch)
         .load(str(source.landing))
