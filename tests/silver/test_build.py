@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -44,3 +45,35 @@ def test_nothing_new_skips_dbt_and_new_bronze_runs_only_the_incremental_models(
     new = spark.table("silver.change_log").where('record_key = \'{"USER_ID":"990"}\'')
     assert spark.table("silver.change_log").count() == logged + 1
     assert [r["op"] for r in new.collect()] == ["upsert"]
+
+
+def _unioned_formats(spark: SparkSession) -> list[str]:
+    """The staging models the keyed view's stored definition reads."""
+    text = spark.sql("show create table staging.int_change_log__keyed").first()[0]  # type: ignore[index]
+    return sorted(set(re.findall(r"stg_cdc__(\w+)", text)))
+
+
+def test_the_keyed_view_unions_only_the_configured_formats_and_a_new_format_rebuilds_it(
+    spark: SparkSession, empty_lake: Settings, tmp_path: Path
+):
+    quiet = {"log": lambda _: None}
+    debezium, cassandra = tmp_path / "debezium", tmp_path / "cassandra"
+    copy_sample("debezium", debezium)
+    copy_sample("cassandra", cassandra)
+    one = load_config(write_config(tmp_path / "one.yml", {"shop_debezium": debezium}))
+    ingest(spark, empty_lake, one, **quiet)
+    first = build_silver(spark, empty_lake, one, **quiet)
+    assert _unioned_formats(spark) == ["debezium"]
+
+    both = load_config(
+        write_config(
+            tmp_path / "both.yml", {"shop_debezium": debezium, "inventory_cassandra": cassandra}
+        )
+    )
+    ingest(spark, empty_lake, both, **quiet)
+    second = build_silver(spark, empty_lake, both, **quiet)
+
+    assert (first.kind, second.kind) == ("full", "full")
+    assert _unioned_formats(spark) == ["cassandra", "debezium"]
+    logged = {r["format"] for r in spark.table("silver.change_log").select("format").collect()}
+    assert logged == {"cassandra", "debezium"}
