@@ -183,12 +183,17 @@ def cmd_replay_rejects(ctx: Context, args: argparse.Namespace) -> int:
 
 def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.pipeline import gate_failure_message, write_run_report
+    from pyspark_jobs.quality.gate_reuse import forget
     from pyspark_jobs.quality.gates import run_gate
     from pyspark_jobs.run_summary import RunSummary, format_summary
 
     _started(ctx, f"{args.layer} gate: validating")
     summary = RunSummary(command=f"validate --layer {args.layer}")
+    # Always a validation (a run may skip one whose inputs did not change): a failure
+    # also drops the layer's stored pass, so the next run validates too.
     gate = run_gate(ctx.spark, ctx.settings, ctx.config, args.layer, run_name=summary.run_id)
+    if not gate.success:
+        forget(ctx.settings, args.layer)
     summary.gates[args.layer] = gate.as_dict()
     summary.timings[f"{args.layer} gate"] = gate.seconds
     summary.finish("succeeded" if gate.success else f"stopped by the {args.layer} gate")

@@ -1,6 +1,7 @@
 """``lakehouse run``: every layer in order in one Spark session, each behind its gate.
 
-A layer is built, then validated; a failed gate stops the run before the next layer and
+A layer is built, then validated (unless nothing its gate checks changed since the gate
+last passed: ``quality/gate_reuse.py``); a failed gate stops the run before the next layer and
 the run exits 1. Nothing is rolled back: bronze and silver are append-only and gold
 applies from its own progress marker, so once the data or the threshold is fixed the
 next run continues from where this one stopped.
@@ -23,7 +24,8 @@ from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.gold.apply import TableApply, apply_gold
 from pyspark_jobs.maintain import maintain
-from pyspark_jobs.quality.gates import GateResult, run_gate
+from pyspark_jobs.quality.gate_reuse import gate_in_run
+from pyspark_jobs.quality.gates import GateResult
 from pyspark_jobs.quality.gx_context import data_docs_index
 from pyspark_jobs.quality.report import write_report
 from pyspark_jobs.run_summary import RunSummary, bronze_totals, format_summary, silver_totals
@@ -135,8 +137,9 @@ def run_pipeline(
                 status = f"stopped by the {layer} dbt tests"
                 break
             summary.timings[layer] = time.time() - started
-            log(f"{layer} gate: validating")
-            gate = run_gate(spark, settings, config, layer, run_name=summary.run_id)
+            # Validated, or passed again unchecked when nothing it reads changed since it
+            # last passed (quality/gate_reuse.py); either line is logged there.
+            gate = gate_in_run(spark, settings, config, layer, summary.run_id, log=log)
             summary.gates[layer] = gate.as_dict()
             summary.timings[f"{layer} gate"] = gate.seconds
             if not gate.success:

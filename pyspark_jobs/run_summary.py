@@ -99,7 +99,10 @@ def format_summary(summary: RunSummary) -> str:
         lines.append(line)
     for layer, gate in summary.gates.items():
         verdict = "passed" if gate.get("success") else "FAILED"
-        lines.append(f"  gate    {layer:<28} {verdict:>8}  {gate.get('seconds', 0):.1f} s")
+        line = f"  gate    {layer:<28} {verdict:>8}  {gate.get('seconds', 0):.1f} s"
+        if gate.get("reused_from"):
+            line += f"  not validated: nothing it checks changed since run {gate['reused_from']}"
+        lines.append(line)
         lines += [f"          - {failure}" for failure in gate.get("failures", [])]
     for step, seconds in summary.timings.items():
         lines.append(f"  time    {step:<28} {seconds:>8.1f} s")

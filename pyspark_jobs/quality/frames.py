@@ -368,6 +368,23 @@ def build_frame(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSp
     return _BUILDERS[spec.frame](spark, config, spec)
 
 
+def frame_tables(config: LakehouseConfig, layer: str) -> tuple[str, ...]:
+    """The tables a layer's summary frame reads (each builder requires exactly these)."""
+    if layer == "bronze":
+        return (RAW_TABLE, QUARANTINE_TABLE)
+    if layer == "silver":
+        return (RAW_TABLE, CHANGE_LOG, REJECTS)
+    gold = tuple(gold_table_name(e) for _, e in config.tables())
+    return (*gold, TOMBSTONES_TABLE, PENDING_TABLE)
+
+
+def tables_read(config: LakehouseConfig, layer: str) -> tuple[str, ...]:
+    """Every table a layer's gate reads: its summary frame's, and the table its report
+    samples come from (``problem_samples``). Equal versions of these, equal data read
+    (``gate_reuse``)."""
+    return (*frame_tables(config, layer), _problem_tables()[layer][0])
+
+
 def _require(spark: SparkSession, *tables: str) -> None:
     missing = [t for t in tables if not spark.catalog.tableExists(t)]
     if missing:
@@ -384,7 +401,7 @@ def _sources(spark: SparkSession, config: LakehouseConfig) -> DataFrame:
 
 
 def _bronze(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
-    _require(spark, RAW_TABLE, QUARANTINE_TABLE)
+    _require(spark, *frame_tables(config, "bronze"))
     return bronze_reconciliation(
         _sources(spark, config),
         spark.table(RAW_TABLE).select(*COORDINATES),
@@ -393,7 +410,7 @@ def _bronze(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) 
 
 
 def _silver(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
-    _require(spark, RAW_TABLE, CHANGE_LOG, REJECTS)
+    _require(spark, *frame_tables(config, "silver"))
     return silver_reconciliation(
         _sources(spark, config),
         spark.table(RAW_TABLE),
@@ -410,7 +427,7 @@ def _gold_tables(spark: SparkSession, config: LakehouseConfig) -> list[tuple[Sou
 
 def _gold(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
     tables = _gold_tables(spark, config)
-    _require(spark, TOMBSTONES_TABLE, PENDING_TABLE)
+    _require(spark, TOMBSTONES_TABLE, PENDING_TABLE)  # frame_tables(config, "gold"), all
     with named_jobs(spark, "gold gate: load snapshots"):
         load_snapshots(spark, [name for _, _, name in tables] + [TOMBSTONES_TABLE, PENDING_TABLE])
     # Schemas are metadata: compared on the driver, one row per configured table.

@@ -67,6 +67,9 @@ class GateResult:
     """A layer's gate: passed or not, what failed, how long it took, where the report is.
 
     ``timings``: seconds of the summary query, of GX's validation and of Data Docs.
+    ``reused_from``: set when the gate was not validated because nothing it checks
+    changed since it passed in that run (``gate_reuse``): its checkpoints, checks and
+    Data Docs page are that run's validation.
     """
 
     layer: str
@@ -76,6 +79,29 @@ class GateResult:
     data_docs: str
     run_name: str = ""
     timings: dict[str, float] = field(default_factory=dict)
+    reused_from: str = ""
+
+    @classmethod
+    def reused(cls, stored: dict[str, Any], run_name: str, seconds: float) -> GateResult:
+        """A passed result of run ``stored["run_name"]`` (``as_dict``), standing for this
+        run's gate (``run_name``) without a validation."""
+        checkpoints = [
+            CheckpointOutcome(
+                **{k: v for k, v in cp.items() if k != "expectations"},
+                expectations=[ExpectationOutcome(**e) for e in cp.get("expectations", [])],
+            )
+            for cp in stored["checkpoints"]
+        ]
+        return cls(
+            layer=stored["layer"],
+            success=bool(stored["success"]),
+            seconds=seconds,
+            checkpoints=checkpoints,
+            data_docs=stored.get("data_docs", ""),
+            run_name=run_name,
+            timings={"inputs": seconds},
+            reused_from=stored["run_name"],
+        )
 
     @property
     def failures(self) -> list[str]:

@@ -73,6 +73,7 @@ details[open] { padding-bottom:10px; }
 summary { cursor:pointer; font-weight:600; }
 summary .meta { font-weight:400; }
 .sum { font-weight:600; border-top:2px solid var(--line); }
+.reused { border-left:4px solid #8c959f; background:var(--bg); padding:6px 10px; margin:6px 0; }
 """
 
 
@@ -192,17 +193,26 @@ def _gate_card(layer: str, gate: dict[str, Any] | None, link: Callable[[str], st
         )
     timings = gate.get("timings", {})
     spent = " · ".join(f"{k} {v:.1f} s" for k, v in timings.items())
+    reused = gate.get("reused_from")
+    yes = "passed (not validated again)" if reused else "passed"
     parts = [
         f'<div class="gate{"" if gate.get("success") else " failed"}" id="gate-{layer}">',
-        f"<h3><span>{layer}</span>{_badge(gate.get('success'))}</h3>",
+        f"<h3><span>{layer}</span>{_badge(gate.get('success'), yes)}</h3>",
         f'<div class="meta">{gate.get("seconds", 0):.1f} s'
         + (f" ({escape(spent)})" if spent else "")
         + "</div>",
     ]
+    if reused:
+        parts.append(
+            f'<p class="reused">Not validated again in this run: nothing this gate checks '
+            f"changed since run <strong>{escape(reused)}</strong>, where it passed. The checks "
+            "and values below, and the Data Docs page, are that run's validation.</p>"
+        )
     for cp in gate.get("checkpoints", []):
         page = cp.get("data_docs_page")
         docs = (
             f' · <a class="docs-link" href="{escape(link(page))}">validation in Data Docs</a>'
+            + (f" (of run {escape(reused)})" if reused else "")
             if page
             else ""
         )
@@ -394,8 +404,10 @@ def _total(run: dict[str, Any], layer: str, key: str) -> int:
 def _trend(runs: list[dict[str, Any]]) -> str:
     rows = []
     for run in runs:
+        # ↺: passed without a validation (as in an earlier run, nothing it checks changed)
         gates = " ".join(
             f"{layer[0].upper()}&nbsp;{'✓' if g.get('success') else '✗'}"
+            + ("↺" if g.get("reused_from") else "")
             for layer in LAYERS
             if (g := run.get("gates", {}).get(layer)) is not None
         )
@@ -416,6 +428,8 @@ def _trend(runs: list[dict[str, Any]]) -> str:
         "<table><tr><th>run</th><th>command</th><th>started</th><th>status</th><th>time</th>"
         "<th>bronze records</th><th>quarantined</th><th>changes</th><th>rejects</th>"
         f"<th>gold rows</th><th>gates</th></tr>{''.join(rows)}</table>"
+        '<p class="meta">↺: the gate was not validated in that run (nothing it checks had '
+        "changed since it last passed); its result is that earlier run's.</p>"
     )
 
 
@@ -430,7 +444,7 @@ def _timings(run: dict[str, Any]) -> str:
     if steps:
         share = validating / max(sum(steps.values()), 1e-9)
         timings += (
-            f"<tr class=sum><td>validation, all gates</td>"
+            f"<tr class=sum><td>gates, all (deciding, and validating unless reused)</td>"
             f"{_num(f'{validating:.1f} s ({share:.0%} of the run)')}</tr>"
         )
     return f"<table><tr><th>step</th><th>seconds</th></tr>{timings}</table>"

@@ -1,0 +1,233 @@
+"""Skip a gate whose inputs are exactly as they were when it last passed (issue 12).
+
+A gate's verdict is a function of what it reads and nothing else: the tables its summary
+frame and samples read (``frames.tables_read``), the config as the frames and the suite
+parameters see it, the layer's committed definitions (``expectations/``) and the code
+that turns them into a verdict (``frames.py`` has no clock: every count is over whole
+tables). So inside ``lakehouse run`` (and each ``run --every`` cycle) a gate whose
+**inputs** equal those of its last passing validation passes again without GX: it reuses
+that result, and the run summary and report say from which run.
+
+The inputs (``gate_inputs``) are cheap: the Delta version and table id of each table,
+read from the Delta log through the JVM (``DeltaLog.update``: a log listing per table,
+no Spark job, the same on a lake URI) rather than ``describe history`` (a Spark query
+each); hashes of the config, the definitions and the code. Measured on the samples' lake
+(22 tables read by the gold gate): 0.6 s warm, against 4–17 s for ``describe history``.
+
+Safe by construction:
+
+- the inputs are read *before* the gate validates, so a write that lands during the
+  validation makes the stored versions older than what was read: the next run validates;
+- a table id is part of a version, so a table dropped and created again never matches;
+- only a passed gate is stored; any other outcome deletes the stored one, so a run after
+  a failure always validates;
+- any error while reading the inputs, storing or loading them means "validate";
+- the stored result is used only when its Data Docs page is still there (the report
+  links to it);
+- ``lakehouse validate`` never looks here: it always validates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from pyspark_jobs.config import LakehouseConfig
+from pyspark_jobs.errors import describe
+from pyspark_jobs.quality import frames
+from pyspark_jobs.quality.definitions import EXPECTATIONS_DIR, load_checkpoint
+from pyspark_jobs.quality.gates import GateResult, parameters_for, run_gate
+from pyspark_jobs.settings import PROJECT_ROOT, Settings
+
+MISSING = "missing"
+# The code a verdict depends on: the quality package and the modules frames.py takes
+# table names, layouts and config from. Any change there validates every gate again.
+CODE_FILES = (
+    "pyspark_jobs/quality/*.py",
+    "pyspark_jobs/bronze/tables.py",
+    "pyspark_jobs/gold/tables.py",
+    "pyspark_jobs/gold/staging.py",
+    "pyspark_jobs/snapshots.py",
+    "pyspark_jobs/config.py",
+)
+PACKAGES = ("great_expectations", "pyspark", "delta-spark", "pandas")
+
+
+def _digest(*parts: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def table_versions(spark: SparkSession, tables: Iterable[str]) -> dict[str, str]:
+    """``{table: "<table id>@<version>"}`` (or ``missing``) from each table's Delta log.
+
+    ``DeltaLog.update`` lists the log for new commits and returns the current snapshot:
+    no Spark job, and the same snapshot the gate's own scans then start from.
+    """
+    jvm: Any = spark._jvm
+    session = spark._jsparkSession
+    parser = session.sessionState().sqlParser()
+    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog
+    versions = {}
+    for table in sorted(set(tables)):
+        if not spark.catalog.tableExists(table):
+            versions[table] = MISSING
+            continue
+        log = delta_log.forTable(session, parser.parseTableIdentifier(table))
+        # Scala's default arguments, spelled out for py4j: no staleness allowed.
+        snapshot = log.update(
+            getattr(log, "update$default$1")(),
+            getattr(log, "update$default$2")(),
+            getattr(log, "update$default$3")(),
+        )
+        versions[table] = f"{snapshot.metadata().id()}@{snapshot.version()}"
+    return versions
+
+
+def config_fingerprint(config: LakehouseConfig) -> str:
+    """The whole config (sources, entities, thresholds) as the gates see it, hashed: more
+    than any one gate reads, so a change anywhere validates every gate again."""
+    text = json.dumps(
+        {"config": dataclasses.asdict(config), "parameters": parameters_for(config)},
+        sort_keys=True,
+        default=str,
+    )
+    return _digest(text.encode())
+
+
+def definitions_fingerprint(layer: str, root: Path = EXPECTATIONS_DIR) -> str:
+    """The layer's checkpoint and suite as ``load_checkpoint`` reads them, hashed."""
+    spec = load_checkpoint(layer, root)
+    return _digest(json.dumps(dataclasses.asdict(spec), sort_keys=True, default=str).encode())
+
+
+def code_fingerprint(root: Path = PROJECT_ROOT) -> str:
+    """The sources that compute verdicts, and the versions of the libraries they call."""
+    files = sorted({p for pattern in CODE_FILES for p in root.glob(pattern)})
+    parts = [part for f in files for part in (str(f.relative_to(root)).encode(), f.read_bytes())]
+    versions = []
+    for package in PACKAGES:
+        try:
+            versions.append(f"{package}={metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{package}=none")
+    return _digest(*parts, ",".join(versions).encode())
+
+
+def gate_inputs(spark: SparkSession, config: LakehouseConfig, layer: str) -> dict[str, Any]:
+    """Everything a layer's verdict depends on: equal inputs, equal verdict."""
+    return {
+        "layer": layer,
+        "tables": table_versions(spark, frames.tables_read(config, layer)),
+        "config": config_fingerprint(config),
+        "definitions": definitions_fingerprint(layer),
+        "code": code_fingerprint(),
+    }
+
+
+# --- the record of the last passed validation ------------------------------------------
+
+
+def record_path(settings: Settings, layer: str) -> Path:
+    return settings.state_dir / "gates" / f"{layer}.json"
+
+
+def load_passed(settings: Settings, layer: str, inputs: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored result of the layer's last passed validation, when its inputs were
+    ``inputs`` and its Data Docs page is still there; else None."""
+    try:
+        stored = json.loads(record_path(settings, layer).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get("inputs") != inputs:
+        return None
+    result = stored.get("result")
+    if not isinstance(result, dict) or not result.get("run_name"):
+        return None
+    if result.get("success") is not True or result.get("reused_from"):
+        return None
+    pages = [cp.get("data_docs_page") for cp in result.get("checkpoints", [])]
+    if not pages or not all(page and Path(page).is_file() for page in pages):
+        return None
+    return result
+
+
+def store(settings: Settings, layer: str, inputs: dict[str, Any] | None, gate: GateResult) -> None:
+    """Keep a passed gate's inputs and result, whole or not at all; any other outcome
+    (a failure, unknown inputs) removes what was kept, so the next run validates."""
+    target = record_path(settings, layer)
+    if inputs is None or not gate.success:
+        target.unlink(missing_ok=True)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    aside = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}")
+    try:
+        with aside.open("w") as out:
+            json.dump({"inputs": inputs, "result": gate.as_dict()}, out, default=str)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(aside, target)
+    finally:
+        aside.unlink(missing_ok=True)
+
+
+def forget(settings: Settings, layer: str) -> None:
+    """Drop the layer's stored pass (a failed ``lakehouse validate``)."""
+    record_path(settings, layer).unlink(missing_ok=True)
+
+
+def gate_in_run(
+    spark: SparkSession,
+    settings: Settings,
+    config: LakehouseConfig,
+    layer: str,
+    run_name: str,
+    log: Callable[[str], None] = print,
+) -> GateResult:
+    """The layer's gate in a pipeline run: the stored pass when nothing the gate reads
+    changed since, else a validation (``run_gate``), kept when it passes.
+
+    The result's ``seconds`` is the time spent deciding: reading the inputs, plus the
+    validation when there was one (``timings["inputs"]``).
+    """
+    started = time.time()
+    inputs: dict[str, Any] | None = None
+    reused: GateResult | None = None
+    try:
+        inputs = gate_inputs(spark, config, layer)
+        stored = load_passed(settings, layer, inputs)
+        if stored is not None:
+            reused = GateResult.reused(stored, run_name, seconds=time.time() - started)
+    except Exception as exc:  # noqa: BLE001 - fail safe: validate
+        log(f"{layer} gate: could not read what it checks ({describe(exc)}); validating")
+        inputs, reused = None, None
+    decided = time.time() - started
+    if reused is not None:
+        gate = reused
+        log(
+            f"{layer} gate: nothing it checks changed since run {gate.reused_from}: "
+            "passed then, not validated again"
+        )
+        return gate
+    log(f"{layer} gate: validating")
+    gate = run_gate(spark, settings, config, layer, run_name=run_name)
+    gate.seconds += decided
+    gate.timings = {"inputs": decided, **gate.timings}
+    try:
+        store(settings, layer, inputs, gate)
+    except OSError as exc:  # the gate's verdict stands; the next run validates again
+        log(f"{layer} gate: could not keep its result for later runs ({describe(exc)})")
+    return gate

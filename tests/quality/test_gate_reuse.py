@@ -1,0 +1,216 @@
+"""A gate whose inputs are as they were when it last passed is not validated again in a
+run (quality/gate_reuse.py); any write to a table it reads, a failure, a changed
+definition or config, and ``lakehouse validate`` all validate.
+
+One good pipeline run for the module (two of the sample sources); the tests run in file
+order and build on each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pyspark_jobs.config import LakehouseConfig
+from pyspark_jobs.gold.change_feed import latest_version
+from pyspark_jobs.quality import frames, gate_reuse
+from pyspark_jobs.quality.definitions import EXPECTATIONS_DIR, LAYERS, load_checkpoint
+from pyspark_jobs.run_summary import RunSummary, format_summary
+from pyspark_jobs.settings import Settings
+from tests.conftest import copy_of_samples, reset_lake
+from tests.quality.support import cli, latest_run, report_text, run_logged
+
+pytestmark = pytest.mark.slow
+
+NOT_AGAIN = (
+    "{layer} gate: nothing it checks changed since run {run}: passed then, not validated again"
+)
+
+
+# A table's version before a test broke it, for the repair of a later test.
+GOOD: dict[str, int] = {}
+
+
+@pytest.fixture(scope="module")
+def sample_config(tmp_path_factory: pytest.TempPathFactory) -> LakehouseConfig:
+    return copy_of_samples(
+        tmp_path_factory.mktemp("reuse"), {"shop_debezium", "inventory_cassandra"}
+    )
+
+
+@pytest.fixture(scope="module")
+def first_run(spark: SparkSession, settings: Settings, sample_config: LakehouseConfig) -> dict:
+    reset_lake(spark, settings)
+    code, output = run_logged(spark, settings, sample_config)
+    assert code == 0, output
+    for layer in LAYERS:
+        assert f"{layer} gate: validating" in output
+    return latest_run(settings)
+
+
+def validated(gate: dict) -> bool:
+    """A gate that ran GX in its run: no reuse, its own summary query and validation."""
+    return not gate.get("reused_from") and {"summary", "validation"} <= set(gate["timings"])
+
+
+def test_the_first_run_validates_and_keeps_each_passed_gate(first_run, settings: Settings):
+    for layer in LAYERS:
+        gate = first_run["gates"][layer]
+        assert gate["success"] and validated(gate)
+        kept = json.loads(gate_reuse.record_path(settings, layer).read_text())
+        assert kept["result"] == gate
+        assert kept["inputs"]["layer"] == layer
+
+
+def test_a_second_run_with_nothing_new_reuses_every_gate(
+    first_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
+):
+    code, output = run_logged(spark, settings, sample_config)
+
+    assert code == 0, output
+    run = latest_run(settings)
+    first = first_run["run_id"]
+    assert run["status"] == "succeeded" and run["run_id"] != first
+    for layer in LAYERS:
+        assert NOT_AGAIN.format(layer=layer, run=first) in output
+        assert f"{layer} gate: validating" not in output
+        gate, before = run["gates"][layer], first_run["gates"][layer]
+        assert gate["success"] and gate["reused_from"] == first
+        assert gate["run_name"] == run["run_id"]
+        # its checks are the first run's, Data Docs page included
+        assert gate["checkpoints"] == before["checkpoints"]
+        assert Path(gate["checkpoints"][0]["data_docs_page"]).is_file()
+        # the time spent deciding, kept as the gate's time
+        assert set(gate["timings"]) == {"inputs"}
+        assert run["timings"][f"{layer} gate"] == gate["seconds"] < before["seconds"]
+    printed = format_summary(RunSummary(**run))
+    for layer in LAYERS:
+        line = next(x for x in printed.splitlines() if x.startswith(f"  gate    {layer} "))
+        assert "passed" in line
+        assert line.endswith(f"not validated: nothing it checks changed since run {first}")
+    page = report_text(settings)
+    assert page.count("Not validated again in this run") == 3
+    assert f"changed since run <strong>{first}</strong>" in page
+    assert f"(of run {first})" in page
+
+
+def test_a_commit_to_a_gold_table_validates_the_gold_gate_again(
+    first_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
+):
+    # A Delta commit that changes no row: the gate cannot know that, so it validates.
+    spark.sql("alter table gold.users set tblproperties ('lakehouse.test' = 'touched')")
+
+    code, output = run_logged(spark, settings, sample_config)
+
+    assert code == 0, output
+    gates = latest_run(settings)["gates"]
+    assert gates["bronze"]["reused_from"] == gates["silver"]["reused_from"] == first_run["run_id"]
+    assert validated(gates["gold"]) and gates["gold"]["success"]
+    assert "gold gate: validating" in output
+
+
+def test_a_hand_edit_that_breaks_a_check_fails_the_gold_gate(
+    first_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
+):
+    GOOD["gold.users"] = latest_version(spark, "gold.users")
+    spark.sql("update gold.users set USER_ID = null where USER_ID = 123")
+
+    code, output = run_logged(spark, settings, sample_config)
+
+    assert code == 1
+    gold = latest_run(settings)["gates"]["gold"]
+    assert validated(gold) and not gold["success"]
+    assert "gold.tables: null_key_columns = 0, observed gold.users=1 (USER_ID)" in output
+    assert not gate_reuse.record_path(settings, "gold").exists()
+
+
+def test_a_failed_gate_is_validated_again_though_nothing_changed(
+    first_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
+):
+    code, output = run_logged(spark, settings, sample_config)
+
+    assert code == 1
+    gold = latest_run(settings)["gates"]["gold"]
+    assert validated(gold) and not gold["success"]
+    assert "gold gate: validating" in output and "gold gate FAILED" in output
+
+
+def test_lakehouse_validate_always_validates(
+    first_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
+):
+    # the bronze gate's inputs are unchanged since the first run: a run would reuse it
+    assert cli(settings, sample_config.path, "validate", "--layer", "bronze") == 0
+    bronze = latest_run(settings)["gates"]["bronze"]
+    assert validated(bronze) and bronze["success"]
+    assert gate_reuse.record_path(settings, "bronze").exists()
+    # the operator's repair, then validate: validated, and the run after it validates too
+    # (validate keeps nothing, the repair is a commit)
+    spark.sql(f"restore table gold.users to version as of {GOOD['gold.users']}")
+    assert cli(settings, sample_config.path, "validate", "--layer", "gold") == 0
+    assert validated(latest_run(settings)["gates"]["gold"])
+    code, output = run_logged(spark, settings, sample_config)
+    assert code == 0, output
+    gates = latest_run(settings)["gates"]
+    assert validated(gates["gold"]) and gates["gold"]["success"]
+    assert gates["silver"]["reused_from"] == first_run["run_id"]
+
+
+def test_a_failed_validate_drops_the_kept_pass(
+    first_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
+):
+    assert gate_reuse.record_path(settings, "gold").exists()
+    good = latest_version(spark, "gold.users")
+    duplicate = spark.table("gold.users").where("USER_ID = 124")
+    duplicate.write.format("delta").mode("append").saveAsTable("gold.users")
+    assert cli(settings, sample_config.path, "validate", "--layer", "gold") == 1
+    assert not gate_reuse.record_path(settings, "gold").exists()
+    spark.sql(f"restore table gold.users to version as of {good}")
+
+
+def test_the_inputs_name_every_table_the_frames_read(
+    first_run, spark: SparkSession, sample_config: LakehouseConfig
+):
+    for layer in LAYERS:
+        frame = frames.build_frame(spark, sample_config, load_checkpoint(layer))
+        plan = frame._jdf.queryExecution().analyzed().toString()
+        read = set(re.findall(r"SubqueryAlias spark_catalog\.(\w+\.\w+)", plan))
+        assert read == set(frames.frame_tables(sample_config, layer)), layer
+        inputs = gate_reuse.gate_inputs(spark, sample_config, layer)
+        assert set(inputs["tables"]) == set(frames.tables_read(sample_config, layer))
+    assert gate_reuse.table_versions(spark, ["gold.no_such_table"]) == {
+        "gold.no_such_table": gate_reuse.MISSING
+    }
+
+
+def test_a_changed_config_definition_or_code_changes_the_inputs(
+    first_run, spark: SparkSession, sample_config: LakehouseConfig, tmp_path: Path
+):
+    inputs = gate_reuse.gate_inputs(spark, sample_config, "silver")
+    assert gate_reuse.gate_inputs(spark, sample_config, "silver") == inputs  # stable
+
+    stricter = dataclasses.replace(sample_config, reject_rate_max=0.0)
+    assert gate_reuse.config_fingerprint(stricter) != inputs["config"]
+
+    definitions = tmp_path / "expectations"
+    shutil.copytree(EXPECTATIONS_DIR, definitions)
+    assert gate_reuse.definitions_fingerprint("silver", definitions) == inputs["definitions"]
+    suite = definitions / "suites" / "silver.sources.json"
+    suite.write_text(suite.read_text().replace('"unaccounted"', '"rejected"', 1))
+    assert gate_reuse.definitions_fingerprint("silver", definitions) != inputs["definitions"]
+
+    code = tmp_path / "project"
+    for pattern in gate_reuse.CODE_FILES:
+        for file in gate_reuse.PROJECT_ROOT.glob(pattern):
+            target = code / file.relative_to(gate_reuse.PROJECT_ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(file, target)
+    assert gate_reuse.code_fingerprint(code) == inputs["code"]
+    frames_copy = code / "pyspark_jobs" / "quality" / "frames.py"
+    frames_copy.write_text(frames_copy.read_text() + "\n# changed\n")
+    assert gate_reuse.code_fingerprint(code) != inputs["code"]
