@@ -78,3 +78,18 @@ def write_once(spark: SparkSession, location: str, text: str) -> bool:
     finally:
         stream.close()
     return True
+
+
+def replace_local_text(target: Path, text: str) -> None:
+    """Write ``text`` to a local file, replacing it whole or not at all: written aside,
+    synced (a crash never leaves an empty file renamed in), then renamed over ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    aside = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}")
+    try:
+        with aside.open("w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(aside, target)
+    finally:
+        aside.unlink(missing_ok=True)

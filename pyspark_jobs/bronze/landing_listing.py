@@ -19,11 +19,11 @@ import fnmatch
 import hashlib
 import json
 import os
-import uuid
 from pathlib import Path
 
 from pyspark_jobs.bronze.readers import LANDING_GLOB
 from pyspark_jobs.settings import is_uri
+from pyspark_jobs.storage import replace_local_text
 
 __all__ = ["SIGNATURE_FILE", "listing_signature", "nothing_new", "record_signature"]
 
@@ -98,16 +98,7 @@ def record_signature(checkpoint: str, signature: str) -> None:
     """
     if is_uri(checkpoint):
         return
-    target = Path(checkpoint) / SIGNATURE_FILE
-    aside = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}")
-    try:
-        with aside.open("w") as out:
-            out.write(signature + "\n")
-            out.flush()
-            os.fsync(out.fileno())  # never a renamed-in empty file after a crash
-        os.replace(aside, target)
-    finally:
-        aside.unlink(missing_ok=True)
+    replace_local_text(Path(checkpoint) / SIGNATURE_FILE, signature + "\n")
 
 
 def _last_batch(log: Path) -> int | None:

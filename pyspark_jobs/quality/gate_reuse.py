@@ -32,9 +32,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
@@ -48,6 +46,7 @@ from pyspark_jobs.quality import frames
 from pyspark_jobs.quality.definitions import EXPECTATIONS_DIR, load_checkpoint
 from pyspark_jobs.quality.gates import GateResult, parameters_for, run_gate
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
+from pyspark_jobs.storage import replace_local_text
 
 MISSING = "missing"
 # The code a verdict depends on: the quality package and the modules frames.py takes
@@ -168,20 +167,11 @@ def load_passed(settings: Settings, layer: str, inputs: dict[str, Any]) -> dict[
 def store(settings: Settings, layer: str, inputs: dict[str, Any] | None, gate: GateResult) -> None:
     """Keep a passed gate's inputs and result, whole or not at all; any other outcome
     (a failure, unknown inputs) removes what was kept, so the next run validates."""
-    target = record_path(settings, layer)
     if inputs is None or not gate.success:
-        target.unlink(missing_ok=True)
+        forget(settings, layer)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    aside = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}")
-    try:
-        with aside.open("w") as out:
-            json.dump({"inputs": inputs, "result": gate.as_dict()}, out, default=str)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(aside, target)
-    finally:
-        aside.unlink(missing_ok=True)
+    text = json.dumps({"inputs": inputs, "result": gate.as_dict()}, default=str)
+    replace_local_text(record_path(settings, layer), text)
 
 
 def forget(settings: Settings, layer: str) -> None:
