@@ -105,7 +105,9 @@ def stage(
             staged = staged.unionByName(_as_pending(frame, kind, version))
     # Computed once: written here, then read by every write of the run.
     kept = staged.localCheckpoint(eager=True)
-    kept.write.format("delta").mode("overwrite").saveAsTable(PENDING_TABLE)
+    # An overwrite of the data, not of the table: saveAsTable would alter the metastore
+    # entry every run (and the embedded Hive metastore logs an ERROR for each).
+    kept.write.insertInto(PENDING_TABLE, overwrite=True)
     return StagedRun(version, tuple(tables), kept)
 
 
