@@ -16,7 +16,8 @@ export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-setup: $(SETUP_STAMP) ## create .venv, install pinned packages, resolve the Spark/Kafka jars (once)
+setup: $(SETUP_STAMP) ## create .venv, install pinned packages, resolve the Spark/Kafka jars, build the JVM archive (once)
+	@$(BIN)/python -m pyspark_jobs.jvm_archive
 
 $(SETUP_STAMP): pyproject.toml constraints.txt scripts/fetch_jars.sh pyspark_jobs/jars.py scripts/fetch_kafka_broker.sh tools/kafka/pom.xml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

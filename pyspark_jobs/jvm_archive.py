@@ -1,0 +1,161 @@
+"""The driver JVM's class-data-sharing (CDS) archive: built once by ``make setup``, mapped
+by every later driver JVM of the embedded default.
+
+Before its first job a driver loads, parses and verifies thousands of classes (Spark,
+Catalyst, Delta, the Hive metastore client, Derby), and every ``lakehouse`` command, test
+process and dbt build starts a new one. The archive holds those classes as the JVM left
+them after a whole pipeline run on the bundled samples (``-XX:ArchiveClassesAtExit``), so
+a later JVM maps them instead (docs/operations.md has the figures).
+
+The JVM checks the archive against its own build and class path and runs without it, as
+before, on any mismatch (another JDK, other Spark jars, a cluster's extra class path). A
+file cut short would crash it instead, so the archive only ever appears whole: the JVM
+writes it aside as it exits, and it is renamed into place once that JVM has ended. Its
+name holds a fingerprint of the JDK and of Spark's jars, so an upgrade of either makes the
+driver run without it until ``make setup`` builds the next one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from pyspark_jobs.settings import DEFAULT_CONFIG, PROJECT_ROOT, Settings
+
+ARCHIVE_DIR = PROJECT_ROOT / ".cache" / "jvm"
+# Quiet: a mismatched archive is expected after an upgrade and only costs the old speed.
+_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+
+
+def _java() -> Path | None:
+    """The java Spark's launcher runs: ``$JAVA_HOME/bin/java``, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(found).resolve() if found and Path(found).exists() else None
+
+
+def _spark_jars() -> Path:
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(_find_spark_home()) / "jars"
+
+
+def fingerprint(java: Path | None = None, jars: Path | None = None) -> str | None:
+    """What the archive was built for: the JDK binary and the names of Spark's jars
+    (None when there is no java to run)."""
+    java = java or _java()
+    jars = jars or _spark_jars()
+    if java is None or not jars.is_dir():
+        return None
+    stat = java.stat()
+    parts = [str(java), str(stat.st_size), str(stat.st_mtime_ns), *sorted(os.listdir(jars))]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def archive_path(archive_dir: Path = ARCHIVE_DIR) -> Path | None:
+    """Where the archive for this JDK and these Spark jars is (or would be) kept."""
+    built_for = fingerprint()
+    return archive_dir / f"driver-{built_for}.jsa" if built_for else None
+
+
+def driver_java_options(archive_dir: Path = ARCHIVE_DIR) -> list[str]:
+    """The driver JVM's options that map the archive; none when it has not been built."""
+    path = archive_path(archive_dir)
+    if path is None or not path.is_file():
+        return []
+    return [f"-XX:SharedArchiveFile={path}", *_QUIET]
+
+
+def _run_workload() -> int:
+    """The pipeline on the bundled samples, then the JVM ended and waited for: it writes
+    the archive as it exits (the settings come from the environment ``build`` sets)."""
+    from pyspark import SparkContext
+
+    from pyspark_jobs import cli
+
+    code = cli.main(["run"])
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return code or 1
+    proc = gateway.proc
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    gateway.shutdown()
+    proc.stdin.close()  # the gateway JVM exits when its stdin closes
+    return code or proc.wait(timeout=600)
+
+
+def build(archive_dir: Path = ARCHIVE_DIR, force: bool = False) -> Path | None:
+    """Build the archive for this JDK and these jars unless it is there; return its path
+    (None when it could not be built: the pipeline then runs without it)."""
+    target = archive_path(archive_dir)
+    if target is None:
+        print("jvm archive: no java found; not built", file=sys.stderr)
+        return None
+    if target.is_file() and not force:
+        return target
+    archive_dir.mkdir(parents=True, exist_ok=True)
+    aside = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    with tempfile.TemporaryDirectory(prefix="lakehouse-jvm-archive-") as scratch:
+        lake = Path(scratch) / "lake"
+        settings = Settings.from_env({"LAKEHOUSE_ROOT": str(lake)})
+        defaults = Path(scratch) / "spark-defaults.conf"
+        defaults.write_text(
+            "spark.driver.extraJavaOptions "
+            f"-Dderby.stream.error.file={settings.local_dir / 'derby.log'} "
+            f"-XX:ArchiveClassesAtExit={aside}\n"
+        )
+        env = {
+            **os.environ,
+            "LAKEHOUSE_ROOT": str(lake),
+            "LAKEHOUSE_CONFIG": str(DEFAULT_CONFIG),
+            "LAKEHOUSE_SPARK_DEFAULTS": str(defaults),
+        }
+        print(f"jvm archive: running the pipeline on the samples to build {target.name}")
+        done = subprocess.run(
+            [sys.executable, "-m", "pyspark_jobs.jvm_archive", "--workload"],
+            env=env,
+            cwd=scratch,
+            capture_output=True,
+            text=True,
+        )
+        try:
+            if done.returncode != 0 or not aside.is_file() or aside.stat().st_size == 0:
+                tail = (done.stdout + done.stderr).strip().splitlines()[-15:]
+                print("jvm archive: not built; the pipeline runs without it:", file=sys.stderr)
+                print("\n".join(tail), file=sys.stderr)
+                return None
+            for old in archive_dir.glob("driver-*.jsa"):
+                old.unlink()
+            os.replace(aside, target)
+        finally:
+            aside.unlink(missing_ok=True)
+    print(f"jvm archive: {target} ({target.stat().st_size / 2**20:.0f} MiB)")
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pyspark_jobs.jvm_archive",
+        description="Build the driver JVM's class-data-sharing archive (.cache/jvm) unless "
+        "it is there for this JDK and these Spark jars: one pipeline run on the bundled "
+        "samples in a scratch lake. Every later driver JVM maps it and starts faster. "
+        "Exit 0 also when it could not be built (the pipeline runs without it).",
+    )
+    parser.add_argument("--force", action="store_true", help="build it again even if present")
+    parser.add_argument("--workload", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.workload:
+        return _run_workload()
+    build(force=args.force)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
