@@ -98,9 +98,12 @@ def build(archive_dir: Path = ARCHIVE_DIR, force: bool = False) -> Path | None:
     if target is None:
         print("jvm archive: no java found; not built", file=sys.stderr)
         return None
-    if target.is_file() and not force:
-        return target
+    failed = target.with_suffix(".failed")
+    if not force and (target.is_file() or failed.is_file()):
+        # A build that failed is not tried again on every `make run`: it costs a run.
+        return target if target.is_file() else None
     archive_dir.mkdir(parents=True, exist_ok=True)
+    failed.unlink(missing_ok=True)
     aside = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     with tempfile.TemporaryDirectory(prefix="lakehouse-jvm-archive-") as scratch:
         lake = Path(scratch) / "lake"
@@ -127,11 +130,16 @@ def build(archive_dir: Path = ARCHIVE_DIR, force: bool = False) -> Path | None:
         )
         try:
             if done.returncode != 0 or not aside.is_file() or aside.stat().st_size == 0:
-                tail = (done.stdout + done.stderr).strip().splitlines()[-15:]
-                print("jvm archive: not built; the pipeline runs without it:", file=sys.stderr)
-                print("\n".join(tail), file=sys.stderr)
+                tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+                failed.write_text(tail + "\n")
+                print(
+                    f"jvm archive: not built (the pipeline runs without it; why: {failed}; "
+                    "retry: python -m pyspark_jobs.jvm_archive --force):",
+                    file=sys.stderr,
+                )
+                print(tail, file=sys.stderr)
                 return None
-            for old in archive_dir.glob("driver-*.jsa"):
+            for old in archive_dir.glob("driver-*"):
                 old.unlink()
             os.replace(aside, target)
         finally:

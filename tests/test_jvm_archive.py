@@ -4,6 +4,7 @@ JDK and these jars, left out otherwise, and really mapped by the session's JVM."
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,24 @@ def test_the_sessions_jvm_maps_the_archive_make_setup_built(spark: SparkSession)
     mapped = {line.split()[-1] for line in Path(f"/proc/{pid}/maps").read_text().splitlines()}
     assert str(path) in mapped
     assert os.path.getsize(path) > 0
+
+
+def test_a_build_that_fails_leaves_no_archive_and_is_not_retried_on_every_setup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # A "JDK" whose java cannot start a driver: the build's pipeline run fails at once.
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\necho 'no JVM here' >&2\nexit 1\n")
+    java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    archives = tmp_path / "archives"
+    assert jvm_archive.build(archives) is None
+    path = archive_path(archives)
+    assert path is not None and not path.exists()
+    assert [p.name for p in archives.iterdir()] == [path.with_suffix(".failed").name]
+    assert "JAVA_GATEWAY_EXITED" in path.with_suffix(".failed").read_text()
+    assert driver_java_options(archives) == []
+    started = time.monotonic()
+    assert jvm_archive.build(archives) is None  # remembered: no second pipeline run
+    assert time.monotonic() - started < 1
