@@ -26,9 +26,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pyspark_jobs.settings import DEFAULT_CONFIG, PROJECT_ROOT, Settings
+from pyspark_jobs.settings import DEFAULT_CONFIG, PROJECT_ROOT
 
 ARCHIVE_DIR = PROJECT_ROOT / ".cache" / "jvm"
+# Set by ``build`` for its pipeline run: the driver then writes an archive there as it
+# exits, instead of mapping one.
+DUMP_ENV = "LAKEHOUSE_JVM_ARCHIVE_DUMP"
 # Quiet: a mismatched archive is expected after an upgrade and only costs the old speed.
 _QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 
@@ -65,7 +68,11 @@ def archive_path(archive_dir: Path = ARCHIVE_DIR) -> Path | None:
 
 
 def driver_java_options(archive_dir: Path = ARCHIVE_DIR) -> list[str]:
-    """The driver JVM's options that map the archive; none when it has not been built."""
+    """The driver JVM's options that map the archive; none when it has not been built
+    (or that write it, during ``build``)."""
+    dump = os.environ.get(DUMP_ENV)
+    if dump:
+        return [f"-XX:ArchiveClassesAtExit={dump}"]
     path = archive_path(archive_dir)
     if path is None or not path.is_file():
         return []
@@ -106,20 +113,14 @@ def build(archive_dir: Path = ARCHIVE_DIR, force: bool = False) -> Path | None:
     failed.unlink(missing_ok=True)
     aside = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     with tempfile.TemporaryDirectory(prefix="lakehouse-jvm-archive-") as scratch:
-        lake = Path(scratch) / "lake"
-        settings = Settings.from_env({"LAKEHOUSE_ROOT": str(lake)})
-        defaults = Path(scratch) / "spark-defaults.conf"
-        defaults.write_text(
-            "spark.driver.extraJavaOptions "
-            f"-Dderby.stream.error.file={settings.local_dir / 'derby.log'} "
-            f"-XX:ArchiveClassesAtExit={aside}\n"
+        # The embedded default's own settings (outside ones, a cluster's, would replace
+        # the driver's options), on a scratch lake.
+        env = {k: v for k, v in os.environ.items() if k != "LAKEHOUSE_SPARK_DEFAULTS"}
+        env.update(
+            LAKEHOUSE_ROOT=str(Path(scratch) / "lake"),
+            LAKEHOUSE_CONFIG=str(DEFAULT_CONFIG),
+            **{DUMP_ENV: str(aside)},
         )
-        env = {
-            **os.environ,
-            "LAKEHOUSE_ROOT": str(lake),
-            "LAKEHOUSE_CONFIG": str(DEFAULT_CONFIG),
-            "LAKEHOUSE_SPARK_DEFAULTS": str(defaults),
-        }
         print(f"jvm archive: running the pipeline on the samples to build {target.name}")
         done = subprocess.run(
             [sys.executable, "-m", "pyspark_jobs.jvm_archive", "--workload"],
