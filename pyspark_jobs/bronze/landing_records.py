@@ -16,13 +16,18 @@ Before any of that, a line must be strict JSON text, or it is quarantined with a
 naming the fault and where it is: bytes that are not UTF-8 (Spark would read them as
 U+FFFD and the change would reach gold altered), a raw control character (Spark's parsers
 disagree on those: ``from_json`` refuses them, ``get_json_object`` reads them), anything
-Jackson refuses in strict mode, text after the object, a top-level field given twice.
+Jackson refuses in strict mode, text after the object, a top-level field given twice, a
+JSON escape of half a UTF-16 surrogate pair standing alone (``"\\ud800"``: valid JSON
+text, no Unicode character; Spark's JSON functions read it as ``?`` or as null), in the
+line or in a key or value sent as a JSON string (``lone_surrogates``).
 """
 
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+
+from pyspark_jobs.bronze.lone_surrogates import lone_surrogate_in_key, lone_surrogate_reason
 
 # from_json puts a line it cannot parse in this field; a name no producer writes.
 _UNPARSED = "__lakehouse_unparsed_line"
@@ -123,6 +128,11 @@ def _problem(parsed: Column, keys: Column, line: Column) -> Column:
         ).isNull()
     )
     duplicates = F.filter(keys, lambda k, i: F.array_position(keys, k) != i + 1)
+    surrogate_in_line = lone_surrogate_reason(line, "the line")
+    # A key or value sent as a JSON string holds JSON text that silver decodes in turn.
+    surrogate_in_record = F.coalesce(
+        lone_surrogate_reason(parsed["value"], "the value"), lone_surrogate_in_key(parsed["key"])
+    )
     reason = (
         F.when(
             ~F.is_valid_utf8(line),
@@ -137,6 +147,7 @@ def _problem(parsed: Column, keys: Column, line: Column) -> Column:
         # Jackson stops after the first JSON value: text after it would go unnoticed.
         .when(keys.isNull() | unparsed | ~line.rlike(r"\}\s*$"), F.lit(NOT_JSON))
         .when(F.size(duplicates) > 0, F.concat(F.lit("duplicate field: "), duplicates[0]))
+        .when(surrogate_in_line.isNotNull(), surrogate_in_line)
     )
     for name in _REQUIRED:
         reason = reason.when(~F.array_contains(keys, name), F.lit(f"missing field: {name}"))
@@ -151,7 +162,7 @@ def _problem(parsed: Column, keys: Column, line: Column) -> Column:
         & F.get_json_object(line, "$.timestamp").isNotNull()
         & parsed["timestamp"].isNull(),
         F.lit("timestamp is not epoch milliseconds"),
-    )
+    ).when(surrogate_in_record.isNotNull(), surrogate_in_record)
 
 
 def exact_value(line: Column, parsed_value: Column) -> Column:

@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.landing_records import one_line_base64, parse_landing_lines
+from pyspark_jobs.bronze.lone_surrogates import lone_surrogate_in_key, lone_surrogate_reason
 from pyspark_jobs.config import Source
 
 # Unreachable brokers must end the run with an error, not hang it. Spark asks the brokers
@@ -43,11 +44,7 @@ def read_landing_files(spark: SparkSession, source: Source, max_files_per_batch:
 
 
 def read_kafka(spark: SparkSession, source: Source, max_offsets_per_batch: int) -> DataFrame:
-    """Stream a source's Kafka topics; key and value are decoded as UTF-8 text.
-
-    A value whose bytes are not valid UTF-8 cannot be kept as text without changing it,
-    so it goes to quarantine (base64 in ``raw``) instead.
-    """
+    """Stream a source's Kafka topics as ``kafka_records``."""
     kafka = source.kafka
     assert kafka is not None
     reader = (
@@ -64,23 +61,37 @@ def read_kafka(spark: SparkSession, source: Source, max_offsets_per_batch: int) 
         reader = reader.option("subscribePattern", kafka.topic_pattern)
     for key, value in {**KAFKA_DEFAULTS, **kafka.options}.items():
         reader = reader.option(key, value)
-    records = reader.load()
-    value_text = F.expr("try_validate_utf8(value)")
-    key_text = F.expr("try_validate_utf8(key)")
+    return kafka_records(reader.load())
+
+
+def kafka_records(records: DataFrame) -> DataFrame:
+    """Kafka's ``key``/``value`` bytes as the record columns, ``raw`` and ``problem``.
+
+    Bytes that are not valid UTF-8 cannot be kept as text without changing them: such a
+    record goes to quarantine with them as base64 in ``raw``; so does one whose JSON holds
+    a lone surrogate escape, with that text in ``raw``.
+    """
+    value_text = F.expr("try_validate_utf8(value)").cast("string")
+    key_text = F.expr("try_validate_utf8(key)").cast("string")
     bad_value = F.col("value").isNotNull() & value_text.isNull()
     bad_key = F.col("key").isNotNull() & key_text.isNull()
+    surrogate_in_value = lone_surrogate_reason(value_text, "the value")
+    surrogate_in_key = lone_surrogate_in_key(key_text)
     return records.select(
         "topic",
         "partition",
         "offset",
         F.col("timestamp").alias("kafka_timestamp"),
-        key_text.cast("string").alias("key"),
-        value_text.cast("string").alias("value"),
+        key_text.alias("key"),
+        value_text.alias("value"),
         F.lit(None).cast("string").alias("landing_file"),
         F.when(bad_value, one_line_base64(F.col("value")))
         .when(bad_key, one_line_base64(F.col("key")))
+        .when(surrogate_in_value.isNotNull(), value_text)
+        .when(surrogate_in_key.isNotNull(), key_text)
         .alias("raw"),
         F.when(bad_value, F.lit("value is not valid UTF-8"))
         .when(bad_key, F.lit("key is not valid UTF-8"))
+        .otherwise(F.coalesce(surrogate_in_value, surrogate_in_key))
         .alias("problem"),
     )

@@ -143,3 +143,55 @@ def test_a_tab_between_fields_and_text_around_an_escaped_nul_land(spark: SparkSe
     line = '{"topic":"t",\t"partition":0,"offset":1,"value":{"n":"a\\u0000b \u05e9\U0001f600"}}'
     [(raw, _, _, _, _, value, problem)] = _parse(spark, [line])
     assert (raw, value, problem) == (line, '{"n":"a\\u0000b \u05e9\U0001f600"}', None)
+
+
+def _surrogate(escape: str, at: int, where: str = "the line") -> str:
+    return (
+        f"JSON escape {escape} of a lone surrogate (no Unicode character) at byte {at} of {where}"
+    )
+
+
+LINE = '{"topic":"t","partition":0,"offset":1,"key":{"id":1},"value":'
+ESCAPE_AT = len(LINE) + len('{"n":"a')  # ASCII only: characters are bytes
+
+# (line, reason): a JSON escape of half a surrogate pair alone is no Unicode character.
+LONE_SURROGATES = [
+    (LINE + '{"n":"a\\ud800b"}}', _surrogate("\\ud800", ESCAPE_AT)),
+    (LINE + '{"n":"a\\uDBFF"}}', _surrogate("\\uDBFF", ESCAPE_AT)),  # last high, in capitals
+    (LINE + '{"n":"a\\udc00"}}', _surrogate("\\udc00", ESCAPE_AT)),  # a low one alone
+    (LINE + '{"n":"a\\ud83d\\u0041"}}', _surrogate("\\ud83d", ESCAPE_AT)),  # high, then no low
+    (LINE + '{"n":"a\\ude00\\ud83d"}}', _surrogate("\\ude00", ESCAPE_AT)),  # a pair reversed
+    (LINE + '{"n":"a\\\\\\ud800"}}', _surrogate("\\ud800", ESCAPE_AT + 2)),  # after a \\
+    # a key or value sent as a JSON string: the escape is in the text silver decodes
+    (
+        '{"topic":"t","partition":0,"offset":1,"value":"{\\"n\\":\\"\\\\ud800\\"}"}',
+        _surrogate("\\ud800", len('{"n":"'), "the value"),
+    ),
+    (
+        '{"topic":"t","partition":0,"offset":1,"key":"{\\"id\\":\\"\\\\udfff\\"}","value":null}',
+        _surrogate("\\udfff", len('{"id":"'), "the key"),
+    ),
+]
+
+
+def test_each_lone_surrogate_escape_is_quarantined_with_where_it_is(spark: SparkSession) -> None:
+    got = [
+        (raw, problem) for raw, *_, problem in _parse(spark, [line for line, _ in LONE_SURROGATES])
+    ]
+    assert sorted(got) == sorted(LONE_SURROGATES)
+
+
+def test_surrogate_pairs_and_escaped_backslashes_land_exactly(spark: SparkSession) -> None:
+    values = [
+        '{"n":"a\\ud83d\\ude00b"}',  # a pair: an emoji
+        '{"n":"a\\\\ud800"}',  # a backslash, then the text ud800
+        '{"n":"\\\\\\\\ud800\\uD83D\\uDE00"}',  # two backslashes, text, then a pair
+    ]
+    lines = [LINE + value + "}" for value in values]
+    # a plain-text key is kept as it is: its text is never decoded
+    plain_key = '{"topic":"t","partition":0,"offset":1,"key":"\\\\ud800","value":null}'
+    got = _parse(spark, [*lines, plain_key])
+    assert sorted(((value, problem) for *_, value, problem in got), key=str) == sorted(
+        [*((value, None) for value in values), (None, None)], key=str
+    )
+    assert {key for _, _, _, _, key, _, _ in got} == {'{"id":1}', "\\ud800"}
