@@ -265,6 +265,45 @@ def hostile_items() -> list[Item]:
         handle_line(next(offset), "escaped-nul", "a\x00b"),  # json.dumps writes \u0000
         handle_row("escaped-nul", "a\x00b"),
     )
+    lone = handle_line(next(offset), "lone-surrogate", "a#b")
+    at = lone.index(b"#")
+    add(
+        "a JSON escape of a lone surrogate",
+        lone.replace(b"#", b"\\ud800"),
+        Quarantined(
+            "JSON escape \\ud800 of a lone surrogate (no Unicode character)"
+            f" at byte {at} of the line"
+        ),
+    )
+    add(
+        "a JSON escape of a surrogate pair",
+        handle_line(next(offset), "pair", "a#b").replace(b"#", b"\\ud83d\\ude00"),
+        handle_row("pair", "a\U0001f600b"),
+    )
+    # JSON numbers Spark's parsers would change (they read a fraction or exponent as a double)
+    for number, read_as in (
+        ("12.345678901234567890123", "12.345678901234567"),
+        ("1e400", '"Infinity"'),  # a JSON string
+        ("-1E-400", "-0.0"),
+    ):
+        add(
+            f"the number {number}",
+            handle_line(next(offset), f"number {number}", "n").replace(
+                b'"score":1.5', b'"score":' + number.encode()
+            ),
+            Rejected(f"number {number} cannot be kept exactly: Spark reads it as {read_as}"),
+        )
+    # ... but not one a double holds exactly, however it is spelled, nor digits in a string
+    add(
+        "a double spelled with zeros and an exponent",
+        handle_line(next(offset), "spelled", "n").replace(b'"score":1.5', b'"score":0.150E+01'),
+        handle_row("spelled", "n"),
+    )
+    add(
+        "a long number inside a string",
+        handle_line(next(offset), "in a string", '"12.345678901234567890123e400"'),
+        handle_row("in a string", '"12.345678901234567890123e400"'),
+    )
     big_bio = "5 MB: é😀ש " + "x" * FIVE_MB
     add(
         "a 5 MB value",

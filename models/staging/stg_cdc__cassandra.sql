@@ -87,22 +87,25 @@ final as (
         timestamp_micros(write_ts_us) as event_ts,
         concat_ws(':', 'cassandra', commitlog_file, commitlog_pos) as position,
         value is null as is_noop,
-        case
-            when value is null then null
-            when event_fields is null then 'value is not a JSON object'
-            when cql_op is null then 'no op field'
-            when cql_op not in ('i', 'c', 'u', 'd') then concat('unknown op code: ', cql_op)
-            when write_ts_us is null then 'no source.ts_ms write time'
-            when commitlog_file is null or commitlog_pos is null
-                then 'no commit-log position (source.file, source.pos)'
-            when key_columns is null then 'key is not a JSON object'
-            when cql_op != 'd' and after_cells is not null and from_json(after_cells, 'map<string, string>') is null
-                then 'after is not an object of cells'
-            when exists(
-                map_values(changed_cells),
-                cell -> json_object_keys(cell) is null
-            ) then 'a Cassandra cell is not an object'
-        end as problem,
+        coalesce(
+            case
+                when value is null then null
+                when event_fields is null then 'value is not a JSON object'
+                when cql_op is null then 'no op field'
+                when cql_op not in ('i', 'c', 'u', 'd') then concat('unknown op code: ', cql_op)
+                when write_ts_us is null then 'no source.ts_ms write time'
+                when commitlog_file is null or commitlog_pos is null
+                    then 'no commit-log position (source.file, source.pos)'
+                when key_columns is null then 'key is not a JSON object'
+                when cql_op != 'd' and after_cells is not null and from_json(after_cells, 'map<string, string>') is null
+                    then 'after is not an object of cells'
+                when exists(
+                    map_values(changed_cells),
+                    cell -> json_object_keys(cell) is null
+                ) then 'a Cassandra cell is not an object'
+            end,
+            {{ inexact_number_problem() }}
+        ) as problem,
         {{ bronze_lineage_columns() }}
     from cells
 )

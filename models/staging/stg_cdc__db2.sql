@@ -34,10 +34,13 @@ final as (
         kafka_timestamp as event_ts,
         {{ kafka_position() }} as position,
         false as is_noop,
-        case
-            when value is not null and value_fields is null then 'value is not a JSON object'
-            when value is null and key_fields is null then 'delete without a key object'
-        end as problem,
+        coalesce(
+            case
+                when value is not null and value_fields is null then 'value is not a JSON object'
+                when value is null and key_fields is null then 'delete without a key object'
+            end,
+            {{ inexact_number_problem() }}
+        ) as problem,
         {{ bronze_lineage_columns() }}
     from fields
 )

@@ -81,14 +81,17 @@ final as (
             else {{ kafka_position() }}
         end as position,
         value is null or coalesce(dbz_op = 'm', false) as is_noop,
-        case
-            when value is null then null
-            when event_fields is null then 'value is not a JSON object'
-            when dbz_op is null then 'no op field'
-            when dbz_op = 'm' then null
-            when dbz_op not in ('c', 'r', 'u', 'd', 't') then concat('unknown op code: ', dbz_op)
-            when dbz_op in ('c', 'r', 'u') and after_image is null then 'upsert without an after image'
-        end as problem,
+        coalesce(
+            case
+                when value is null then null
+                when event_fields is null then 'value is not a JSON object'
+                when dbz_op is null then 'no op field'
+                when dbz_op = 'm' then null
+                when dbz_op not in ('c', 'r', 'u', 'd', 't') then concat('unknown op code: ', dbz_op)
+                when dbz_op in ('c', 'r', 'u') and after_image is null then 'upsert without an after image'
+            end,
+            {{ inexact_number_problem() }}
+        ) as problem,
         {{ bronze_lineage_columns() }}
     from fields
 )

@@ -123,7 +123,7 @@ final as (
             else concat_ws(':', {{ kafka_position() }}, cast(op_index as string))
         end as position,
         value is null as is_noop,
-        patch_problem as problem,
+        coalesce(patch_problem, {{ inexact_number_problem() }}) as problem,
         {{ bronze_lineage_columns() }}
     from whole_patch
 )

@@ -40,14 +40,17 @@ final as (
         coalesce(try_cast(op_ts as timestamp), kafka_timestamp) as event_ts,
         concat('goldengate:', pos_text) as position,
         value is null as is_noop,
-        case
-            when value is null then null
-            when value_fields is null then 'value is not a JSON object'
-            when gg_op is null then 'no op field'
-            when gg_op not in ('I', 'U', 'D') then concat('unknown op code: ', gg_op)
-            when pos is null then 'no pos position'
-            when gg_op in ('I', 'U') and after_image is null then 'upsert without an after image'
-        end as problem,
+        coalesce(
+            case
+                when value is null then null
+                when value_fields is null then 'value is not a JSON object'
+                when gg_op is null then 'no op field'
+                when gg_op not in ('I', 'U', 'D') then concat('unknown op code: ', gg_op)
+                when pos is null then 'no pos position'
+                when gg_op in ('I', 'U') and after_image is null then 'upsert without an after image'
+            end,
+            {{ inexact_number_problem() }}
+        ) as problem,
         {{ bronze_lineage_columns() }}
     from fields
 )

@@ -87,15 +87,18 @@ final as (
             else {{ kafka_position() }}
         end as position,
         value is null as is_noop,
-        case
-            when value is null then null
-            when value_fields is null then 'value is not a JSON object'
-            when cdc_op is null then 'no op field'
-            when cdc_op not in ('create', 'update', 'snapshot', 'delete')
-                then concat('unknown op code: ', cdc_op)
-            when cdc_op != 'delete' and after_image is null
-                then 'upsert without an after image (payload.after is not an object)'
-        end as problem,
+        coalesce(
+            case
+                when value is null then null
+                when value_fields is null then 'value is not a JSON object'
+                when cdc_op is null then 'no op field'
+                when cdc_op not in ('create', 'update', 'snapshot', 'delete')
+                    then concat('unknown op code: ', cdc_op)
+                when cdc_op != 'delete' and after_image is null
+                    then 'upsert without an after image (payload.after is not an object)'
+            end,
+            {{ inexact_number_problem() }}
+        ) as problem,
         {{ bronze_lineage_columns() }}
     from images
 )

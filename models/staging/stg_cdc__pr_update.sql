@@ -74,16 +74,19 @@ final as (
             else {{ kafka_position() }}
         end as position,
         value is null as is_noop,
-        case
-            when value is null then null
-            when value_fields is null then 'value is not a JSON object'
-            when operation_type is null then 'no op field'
-            when operation_type not in ('INSERT', 'UPDATE', 'UPSERT', 'DELETE')
-                then concat('unknown op code: ', operation_type)
-            when operation_ts is null then 'no operation timestamp'
-            when operation_type != 'DELETE' and after_image is null
-                then 'upsert without an after image'
-        end as problem,
+        coalesce(
+            case
+                when value is null then null
+                when value_fields is null then 'value is not a JSON object'
+                when operation_type is null then 'no op field'
+                when operation_type not in ('INSERT', 'UPDATE', 'UPSERT', 'DELETE')
+                    then concat('unknown op code: ', operation_type)
+                when operation_ts is null then 'no operation timestamp'
+                when operation_type != 'DELETE' and after_image is null
+                    then 'upsert without an after image'
+            end,
+            {{ inexact_number_problem() }}
+        ) as problem,
         {{ bronze_lineage_columns() }}
     from typed
 )

@@ -102,27 +102,30 @@ final as (
         coalesce(timestamp_millis(commit_ms), kafka_timestamp) as event_ts,
         concat('tigergraph:', mid) as position,
         value is null as is_noop,
-        case
-            when value is null then null
-            when value_fields is null then 'value is not a JSON object'
-            when operator is null then 'no op field'
-            when change_op is null
-                then concat('unknown op code: ', coalesce(message_type, '(no type)'), ' ', operator)
-            when mid is null then 'no mid'
-            when mid_seq is null then concat('mid does not have 4 or 5 numeric parts: ', mid)
-            when
-                change_op in ('patch', 'insert_if_absent')
-                and content is not null
-                and attributes is null
-                then 'content is not an object of attribute changes'
-            when change_op in ('patch', 'insert_if_absent') and exists(
-                map_values(attributes),
-                change -> coalesce(get_json_object(change, '$.op'), '') not in (
-                    'Overwrite', 'Add', 'Max', 'Min', 'And', 'Or', 'IgnoreIfExisted', 'Minus',
-                    'ReplaceOrAdd'
-                )
-            ) then 'an attribute change has no known op'
-        end as problem,
+        coalesce(
+            case
+                when value is null then null
+                when value_fields is null then 'value is not a JSON object'
+                when operator is null then 'no op field'
+                when change_op is null
+                    then concat('unknown op code: ', coalesce(message_type, '(no type)'), ' ', operator)
+                when mid is null then 'no mid'
+                when mid_seq is null then concat('mid does not have 4 or 5 numeric parts: ', mid)
+                when
+                    change_op in ('patch', 'insert_if_absent')
+                    and content is not null
+                    and attributes is null
+                    then 'content is not an object of attribute changes'
+                when change_op in ('patch', 'insert_if_absent') and exists(
+                    map_values(attributes),
+                    change -> coalesce(get_json_object(change, '$.op'), '') not in (
+                        'Overwrite', 'Add', 'Max', 'Min', 'And', 'Or', 'IgnoreIfExisted', 'Minus',
+                        'ReplaceOrAdd'
+                    )
+                ) then 'an attribute change has no known op'
+            end,
+            {{ inexact_number_problem() }}
+        ) as problem,
         {{ bronze_lineage_columns() }}
     from parsed
 )
