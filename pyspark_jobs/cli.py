@@ -53,7 +53,13 @@ class Context:
             from pyspark_jobs.session import get_spark, uses_embedded_metastore
 
             if self.settings.lock_mode == "host" and uses_embedded_metastore(self.settings):
-                hold_embedded_metastore_lock(self.settings.state_dir)
+                from pyspark import SparkContext
+
+                # In-process commands (tests) reuse a JVM that has Derby open already.
+                own_jvm = SparkContext._active_spark_context is not None
+                hold_embedded_metastore_lock(
+                    self.settings.state_dir, None if own_jvm else self.settings.metastore_dir
+                )
             self._spark = get_spark(self.settings)
         return self._spark
 

@@ -98,7 +98,7 @@ METASTORE_LOCK = "metastore.lock"
 _HELD_FOR_PROCESS: dict[Path, ExitStack] = {}
 
 
-def hold_embedded_metastore_lock(state_dir: Path) -> None:
+def hold_embedded_metastore_lock(state_dir: Path, derby_dir: Path | None) -> None:
     """Take the lake's embedded-metastore lock for the rest of this process, or raise
     ``LockBusy`` at once.
 
@@ -106,6 +106,10 @@ def hold_embedded_metastore_lock(state_dir: Path) -> None:
     started, naming neither the holder nor the way out. The JVM keeps Derby open until the
     process ends, so the lock is never given back earlier; a process that holds it already
     (commands run in-process one after another, as tests do) goes on.
+
+    A process that opened the Derby database in ``derby_dir`` without this lock (a bare
+    ``dbt``, not ``scripts/analyst_dbt.sh``) is refused the same way, by Derby's own lock;
+    ``derby_dir`` is None when this process runs a Spark JVM already, which may hold it.
     """
     path = state_dir / "locks" / METASTORE_LOCK
     if path in _HELD_FOR_PROCESS:
@@ -113,12 +117,46 @@ def hold_embedded_metastore_lock(state_dir: Path) -> None:
     held = ExitStack()
     try:
         held.enter_context(exclusive_lock(path, "a process on this lake's embedded metastore"))
+        if derby_dir is not None and derby_in_use(derby_dir):
+            held.close()
+            raise LockBusy(
+                f"the lake's embedded metastore ({derby_dir}) is open in another process that "
+                f"holds no lakehouse lock (a dbt run not started through scripts/analyst_dbt.sh "
+                "or make dbt-*?)"
+            )
     except LockBusy as exc:
         raise LockBusy(
             f"{exc}; the embedded Derby metastore admits one Spark process at a time: wait "
             "for it, or use a shared metastore (docs/deploy.md)"
         ) from None
     _HELD_FOR_PROCESS[path] = held
+
+
+# The file a booted Derby database keeps locked (Java's FileChannel.tryLock: a POSIX
+# record lock over the whole file) for as long as its JVM has it open.
+_DERBY_LOCK = "dbex.lck"
+
+
+def derby_in_use(derby_dir: Path) -> bool:
+    """Whether another process has the Derby database in ``derby_dir`` open.
+
+    Probes Derby's own lock with a POSIX lock of the same kind and lets it go at once, so
+    the JVM this process starts next can take it. The probe opens no file that is not
+    there: a database never booted is free.
+    """
+    try:
+        fd = os.open(derby_dir / _DERBY_LOCK, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.lockf(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 class LakeLock:

@@ -207,3 +207,110 @@ def test_gold_is_queryable_from_a_new_session(lake_env: dict[str, str]):
     )
     out = run([sys.executable, "-c", query], lake_env)
     assert out.stdout.splitlines()[-2:] == ["(123, 'Mario', 300000500)", "(124, 'Lara Croft', 42)"]
+
+
+def delta_commits(lake: Path) -> dict[str, int]:
+    """The newest Delta commit of every table in the lake, read off its log."""
+    return {
+        str(log.parent.relative_to(lake)): max(int(p.stem) for p in log.glob("*.json"))
+        for log in (lake / "warehouse").rglob("_delta_log")
+    }
+
+
+def gold_commits(lake: Path) -> dict[str, int]:
+    """``delta_commits`` of the gold tables (an analyst's dbt run writes silver's)."""
+    return {table: v for table, v in delta_commits(lake).items() if "gold.db" in table}
+
+
+def wait_for_line(process: subprocess.Popen[str], marker: str) -> list[str]:
+    """The process's output up to the first line holding ``marker``."""
+    assert process.stdout is not None
+    lines: list[str] = []
+    for line in process.stdout:
+        lines.append(line)
+        if marker in line:
+            return lines
+    raise AssertionError(f"ended without {marker!r}:\n{''.join(lines[-40:])}")
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=180)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+DERBY_BUSY = "Another instance of Derby may have already booted the database"
+
+
+@pytest.mark.timeout(900)
+def test_a_bare_dbt_beside_a_pipeline_jvm_fails_at_connection_and_writes_nothing(
+    lake_env: dict[str, str],
+):
+    # `dbt` without scripts/analyst_dbt.sh takes no lock: Derby itself refuses the second
+    # JVM on the lake's metastore, before dbt builds anything.
+    lake = Path(lake_env["LAKEHOUSE_ROOT"])
+    holder = subprocess.Popen(
+        [str(BIN / "lakehouse"), "run", "--every", "3600"],
+        cwd=PROJECT_ROOT,
+        env=lake_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for_line(holder, "cycle 1: succeeded")
+        before = delta_commits(lake)
+        out = subprocess.run(
+            [str(BIN / "dbt"), "run", "--profiles-dir", "."],
+            cwd=PROJECT_ROOT,
+            env=lake_env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert out.returncode != 0, out.stdout[-3000:]
+        assert DERBY_BUSY in out.stdout + out.stderr, (out.stdout[-3000:], out.stderr[-3000:])
+        assert delta_commits(lake) == before
+        assert holder.poll() is None  # the pipeline goes on
+    finally:
+        stop(holder)
+    assert holder.returncode == 0
+
+
+@pytest.mark.timeout(900)
+def test_a_pipeline_command_during_a_bare_dbt_run_fails_before_writing(
+    lake_env: dict[str, str],
+):
+    lake = Path(lake_env["LAKEHOUSE_ROOT"])
+    before = gold_commits(lake)
+    dbt = subprocess.Popen(
+        [str(BIN / "dbt"), "run", "--profiles-dir", "."],
+        cwd=PROJECT_ROOT,
+        env=lake_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for_line(dbt, "START sql")  # its session has the metastore open
+        gold = subprocess.run(
+            [str(BIN / "lakehouse"), "gold"],
+            cwd=PROJECT_ROOT,
+            env=lake_env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        # refused before its JVM starts, naming the cause, as when a lakehouse command holds it
+        assert gold.returncode == 3, (gold.stdout[-3000:], gold.stderr[-3000:])
+        assert gold.stderr.startswith("lakehouse: the lake's embedded metastore ("), gold.stderr
+        assert "is open in another process that holds no lakehouse lock" in gold.stderr
+        assert "Derby" not in gold.stderr.replace("embedded Derby metastore", "")
+        assert gold.stdout == ""
+        assert gold_commits(lake) == before
+    finally:
+        rest = dbt.communicate(timeout=600)[0]
+    assert dbt.returncode == 0, rest[-3000:]

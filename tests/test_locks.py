@@ -1,4 +1,5 @@
-"""Locks that hold across hosts: rows of a Delta table in the lake, taken by MERGE.
+"""Locks that hold across hosts: rows of a Delta table in the lake, taken by MERGE; and the
+probe of the embedded Derby metastore's own lock.
 
 Two holders here are two ``LakeLock`` objects with their own holder ids, as two hosts
 would be; the lock table sits behind a ``file://`` URI, as a shared lake does.
@@ -6,13 +7,15 @@ would be; the lock table sits behind a ``file://`` URI, as a shared lake does.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from pyspark_jobs.locks import LakeLock, LockBusy, named_locks
+from pyspark_jobs.locks import LakeLock, LockBusy, derby_in_use, named_locks
 from pyspark_jobs.settings import DEFAULT_CONFIG, Settings
 from pyspark_jobs.storage import read_text, write_once
 
@@ -133,3 +136,32 @@ def test_small_files_are_written_once(spark: SparkSession, tmp_path: Path, as_ur
     assert not write_once(spark, location, "second")
     assert read_text(spark, location) == "first"
     assert target.read_text() == "first"
+
+
+def test_derby_in_use_sees_a_posix_lock_of_another_process_on_dbex_lck(tmp_path: Path):
+    # Derby holds dbex.lck with Java's FileChannel.tryLock: a POSIX lock over the file.
+    assert not derby_in_use(tmp_path)  # never booted: no lock file
+    lock = tmp_path / "dbex.lck"
+    lock.write_bytes(b"")
+    assert not derby_in_use(tmp_path)  # left behind by a JVM that ended
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time\n"
+            f"fd = os.open({str(lock)!r}, os.O_RDWR)\n"
+            "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.read()\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert derby_in_use(tmp_path)
+        assert derby_in_use(tmp_path)  # the probe let go of what it did not take
+    finally:
+        holder.communicate("")
+    assert not derby_in_use(tmp_path)
