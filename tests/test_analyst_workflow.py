@@ -222,6 +222,20 @@ def gold_commits(lake: Path) -> dict[str, int]:
     return {table: v for table, v in delta_commits(lake).items() if "gold.db" in table}
 
 
+def start(cmd: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """``cmd`` in the background from the repo root, its output (stderr too) on a pipe."""
+    return subprocess.Popen(
+        cmd, cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def attempt(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``cmd`` from the repo root, whatever its exit code."""
+    return subprocess.run(
+        cmd, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
 def wait_for_line(process: subprocess.Popen[str], marker: str) -> list[str]:
     """The process's output up to the first line holding ``marker``."""
     assert process.stdout is not None
@@ -252,25 +266,11 @@ def test_a_bare_dbt_beside_a_pipeline_jvm_fails_at_connection_and_writes_nothing
     # `dbt` without scripts/analyst_dbt.sh takes no lock: Derby itself refuses the second
     # JVM on the lake's metastore, before dbt builds anything.
     lake = Path(lake_env["LAKEHOUSE_ROOT"])
-    holder = subprocess.Popen(
-        [str(BIN / "lakehouse"), "run", "--every", "3600"],
-        cwd=PROJECT_ROOT,
-        env=lake_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    holder = start([str(BIN / "lakehouse"), "run", "--every", "3600"], lake_env)
     try:
         wait_for_line(holder, "cycle 1: succeeded")
         before = delta_commits(lake)
-        out = subprocess.run(
-            [str(BIN / "dbt"), "run", "--profiles-dir", "."],
-            cwd=PROJECT_ROOT,
-            env=lake_env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        out = attempt([str(BIN / "dbt"), "run", "--profiles-dir", "."], lake_env)
         assert out.returncode != 0, out.stdout[-3000:]
         assert DERBY_BUSY in out.stdout + out.stderr, (out.stdout[-3000:], out.stderr[-3000:])
         assert delta_commits(lake) == before
@@ -286,24 +286,10 @@ def test_a_pipeline_command_during_a_bare_dbt_run_fails_before_writing(
 ):
     lake = Path(lake_env["LAKEHOUSE_ROOT"])
     before = gold_commits(lake)
-    dbt = subprocess.Popen(
-        [str(BIN / "dbt"), "run", "--profiles-dir", "."],
-        cwd=PROJECT_ROOT,
-        env=lake_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    dbt = start([str(BIN / "dbt"), "run", "--profiles-dir", "."], lake_env)
     try:
         wait_for_line(dbt, "START sql")  # its session has the metastore open
-        gold = subprocess.run(
-            [str(BIN / "lakehouse"), "gold"],
-            cwd=PROJECT_ROOT,
-            env=lake_env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        gold = attempt([str(BIN / "lakehouse"), "gold"], lake_env)
         # refused before its JVM starts, naming the cause, as when a lakehouse command holds it
         assert gold.returncode == 3, (gold.stdout[-3000:], gold.stderr[-3000:])
         assert gold.stderr.startswith("lakehouse: the lake's embedded metastore ("), gold.stderr
