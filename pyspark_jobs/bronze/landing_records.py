@@ -27,7 +27,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pyspark_jobs.bronze.lone_surrogates import lone_surrogate_in_key, lone_surrogate_reason
+from pyspark_jobs.bronze.lone_surrogates import (
+    lone_surrogate_in_key,
+    lone_surrogate_reason,
+    one_character_per_byte,
+)
 
 # from_json puts a line it cannot parse in this field; a name no producer writes.
 _UNPARSED = "__lakehouse_unparsed_line"
@@ -112,7 +116,7 @@ def _control_character(line: Column) -> tuple[Column, Column]:
     """(1-based byte position, code) of the line's first raw control character; position 0
     when it has none. The line is read one character per byte (ISO-8859-1), so the
     position counts bytes whatever the text before it."""
-    by_byte = F.decode(line.cast("binary"), "ISO-8859-1")
+    by_byte = one_character_per_byte(line)
     position = F.regexp_instr(by_byte, F.lit(_CONTROL))
     return position, F.ascii(F.substring(by_byte, position, 1))
 

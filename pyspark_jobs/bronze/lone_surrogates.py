@@ -22,6 +22,12 @@ _LONE_SURROGATE = (
 )
 
 
+def one_character_per_byte(text: Column) -> Column:
+    """``text`` read as ISO-8859-1, one character per byte of its UTF-8: positions found in
+    it (``regexp_instr``) count bytes, whatever the text before them."""
+    return F.decode(text.cast("binary"), "ISO-8859-1")
+
+
 def lone_surrogate_escape(text: Column) -> Column:
     """The first JSON escape in ``text`` of a lone UTF-16 surrogate, as a struct of ``at``
     (its 0-based byte offset) and ``escape`` (its six characters); null when there is none.
@@ -32,8 +38,7 @@ def lone_surrogate_escape(text: Column) -> Column:
 
     >>> # '{"n":"a\\ud800b"}'  ->  {at: 7, escape: '\\ud800'}
     """
-    by_byte = F.decode(text.cast("binary"), "ISO-8859-1")
-    masked = F.regexp_replace(by_byte, _ESCAPED_BACKSLASH, "__")
+    masked = F.regexp_replace(one_character_per_byte(text), _ESCAPED_BACKSLASH, "__")
     position = F.regexp_instr(masked, F.lit(_LONE_SURROGATE))
     found = F.when(
         position > 0,
