@@ -434,5 +434,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def program(argv: Sequence[str] | None = None) -> int:
+    """``main`` as the ``lakehouse`` program: it returns once its Spark JVM has ended, so
+    the next command of a script finds the embedded metastore free. (``main`` alone keeps
+    the JVM for the rest of the process, as in-process callers such as the tests want.)"""
+    code = main(argv)
+    if "pyspark" in sys.modules:  # not for --help or a config error: no JVM was started
+        from pyspark_jobs.session import end_jvm
+
+        end_jvm()
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(program())

@@ -82,20 +82,14 @@ def driver_java_options(archive_dir: Path = ARCHIVE_DIR) -> list[str]:
 def _run_workload() -> int:
     """The pipeline on the bundled samples, then the JVM ended and waited for: it writes
     the archive as it exits (the settings come from the environment ``build`` sets)."""
-    from pyspark import SparkContext
-
     from pyspark_jobs import cli
+    from pyspark_jobs.session import end_jvm
 
     code = cli.main(["run"])
-    gateway = SparkContext._gateway
-    if gateway is None:
+    status = end_jvm(timeout=600)
+    if status is None:
         return code or 1
-    proc = gateway.proc
-    if SparkContext._active_spark_context is not None:
-        SparkContext._active_spark_context.stop()
-    gateway.shutdown()
-    proc.stdin.close()  # the gateway JVM exits when its stdin closes
-    return code or proc.wait(timeout=600)
+    return code or status
 
 
 def build(archive_dir: Path = ARCHIVE_DIR, force: bool = False) -> Path | None:

@@ -117,7 +117,7 @@ def hold_embedded_metastore_lock(state_dir: Path, derby_dir: Path | None) -> Non
     held = ExitStack()
     try:
         held.enter_context(exclusive_lock(path, "a process on this lake's embedded metastore"))
-        if derby_dir is not None and derby_in_use(derby_dir):
+        if derby_dir is not None and derby_stays_in_use(derby_dir):
             held.close()
             raise LockBusy(
                 f"the lake's embedded metastore ({derby_dir}) is open in another process that "
@@ -135,6 +135,21 @@ def hold_embedded_metastore_lock(state_dir: Path, derby_dir: Path | None) -> Non
 # The file a booted Derby database keeps locked (Java's FileChannel.tryLock: a POSIX
 # record lock over the whole file) for as long as its JVM has it open.
 _DERBY_LOCK = "dbex.lck"
+
+
+# How long a Derby lock held by no lakehouse process may take to go away before a command
+# refuses: a JVM whose Python process was killed ends on its own, about a second later.
+DERBY_RELEASE_GRACE_SECONDS = 5.0
+
+
+def derby_stays_in_use(derby_dir: Path, grace: float = DERBY_RELEASE_GRACE_SECONDS) -> bool:
+    """Whether ``derby_in_use`` stays true for ``grace`` seconds."""
+    deadline = time.monotonic() + grace
+    while derby_in_use(derby_dir):
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def derby_in_use(derby_dir: Path) -> bool:

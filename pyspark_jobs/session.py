@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.jars import local_jars
@@ -89,3 +92,29 @@ def get_spark(settings: Settings, app_name: str = "cdc-lakehouse") -> SparkSessi
     spark = builder.enableHiveSupport().getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def end_jvm(timeout: float = 120.0) -> int | None:
+    """Stop this process's Spark session and wait for its JVM to exit; its exit status
+    (None when this process started no JVM).
+
+    A PySpark process that just returns leaves its JVM to notice the closed pipe and end
+    on its own, about half a second later, still holding the embedded metastore: the next
+    command of a script (``lakehouse ingest && lakehouse silver``) would find it taken.
+    A JVM that does not end within ``timeout`` seconds of being asked is killed.
+    """
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return None
+    proc = getattr(gateway, "proc", None)
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    gateway.shutdown()
+    if proc is None:  # a gateway this process did not launch (PYSPARK_GATEWAY_PORT)
+        return None
+    proc.stdin.close()  # the gateway JVM exits when its stdin closes
+    try:
+        return int(proc.wait(timeout=timeout))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return int(proc.wait())

@@ -65,11 +65,9 @@ def test_invalid_config_names_the_key(tmp_path: Path):
     assert len(out.stderr.strip().splitlines()) == 1
 
 
-def test_a_second_run_on_the_same_lake_refuses_at_once(tmp_path: Path):
-    import os
-    import signal
-    import time
-
+def _one_record_source(tmp_path: Path) -> list[str]:
+    """The ``lakehouse`` command line for a lake in ``tmp_path`` whose one source (DB2,
+    landing files) holds one record; append the subcommand."""
     landing = tmp_path / "landing"
     landing.mkdir()
     (landing / "a.jsonl").write_text(
@@ -81,7 +79,51 @@ def test_a_second_run_on_the_same_lake_refuses_at_once(tmp_path: Path):
         "sources:\n  - name: only\n    format: db2\n    landing: landing\n    entities:\n"
         "      - {name: t, table: t, key: [id], columns: {id: bigint}}\n"
     )
-    args = [*LAKEHOUSE, "--config", str(config), "--lake-root", str(tmp_path / "lake"), "run"]
+    return [*LAKEHOUSE, "--config", str(config), "--lake-root", str(tmp_path / "lake")]
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:  # ended meanwhile
+        return ""
+
+
+def test_a_command_returns_after_its_jvm_so_the_next_one_finds_the_metastore_free(
+    tmp_path: Path,
+):
+    """`lakehouse ingest && lakehouse validate ...` as a cron script chains them: the
+    first JVM used to outlive its command by half a second, holding Derby, and the second
+    command refused with exit 3."""
+    import os
+
+    from pyspark_jobs.locks import derby_in_use
+
+    command = _one_record_source(tmp_path)
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    ingest = subprocess.run([*command, "ingest"], env=env, capture_output=True, text=True)
+    assert ingest.returncode == 0, ingest.stderr[-3000:]
+    # Output to a file, as a shell script's: a pipe would make this wait for the JVM too,
+    # which keeps the pipe open until it ends.
+    out = tmp_path / "validate.out"
+    with out.open("w") as sink:
+        gate = subprocess.run(
+            [*command, "validate", "--layer", "bronze"], env=env, stdout=sink, stderr=sink
+        )
+    assert gate.returncode == 0, out.read_text()[-3000:]
+    assert "lakehouse validate: done" in out.read_text()
+    # The JVM names the lake in its command line (Derby's log file): none is left.
+    lake = str(tmp_path / "lake")
+    assert [p for p in Path("/proc").glob("[0-9]*") if lake in _cmdline(p)] == []
+    assert not derby_in_use(tmp_path / "lake" / "metastore_db")
+
+
+def test_a_second_run_on_the_same_lake_refuses_at_once(tmp_path: Path):
+    import os
+    import signal
+    import time
+
+    args = [*_one_record_source(tmp_path), "run"]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     first = subprocess.Popen(
         args, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -10,12 +10,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from pyspark_jobs.locks import LakeLock, LockBusy, derby_in_use, named_locks
+from pyspark_jobs.locks import LakeLock, LockBusy, derby_in_use, derby_stays_in_use, named_locks
 from pyspark_jobs.settings import DEFAULT_CONFIG, Settings
 from pyspark_jobs.storage import read_text, write_once
 
@@ -138,12 +139,11 @@ def test_small_files_are_written_once(spark: SparkSession, tmp_path: Path, as_ur
     assert target.read_text() == "first"
 
 
-def test_derby_in_use_sees_a_posix_lock_of_another_process_on_dbex_lck(tmp_path: Path):
-    # Derby holds dbex.lck with Java's FileChannel.tryLock: a POSIX lock over the file.
-    assert not derby_in_use(tmp_path)  # never booted: no lock file
-    lock = tmp_path / "dbex.lck"
-    lock.write_bytes(b"")
-    assert not derby_in_use(tmp_path)  # left behind by a JVM that ended
+def _hold_posix_lock(lock: Path, release_after: float | None = None) -> subprocess.Popen[str]:
+    """Another process holding a POSIX lock on ``lock`` (as Derby holds dbex.lck), once it
+    has printed ``held``; it lets go after ``release_after`` seconds, else when its stdin
+    closes."""
+    wait = "sys.stdin.read()" if release_after is None else f"time.sleep({release_after})"
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -152,16 +152,46 @@ def test_derby_in_use_sees_a_posix_lock_of_another_process_on_dbex_lck(tmp_path:
             f"fd = os.open({str(lock)!r}, os.O_RDWR)\n"
             "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
             "print('held', flush=True)\n"
-            "sys.stdin.read()\n",
+            f"{wait}\n",
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_derby_in_use_sees_a_posix_lock_of_another_process_on_dbex_lck(tmp_path: Path):
+    # Derby holds dbex.lck with Java's FileChannel.tryLock: a POSIX lock over the file.
+    assert not derby_in_use(tmp_path)  # never booted: no lock file
+    lock = tmp_path / "dbex.lck"
+    lock.write_bytes(b"")
+    assert not derby_in_use(tmp_path)  # left behind by a JVM that ended
+    holder = _hold_posix_lock(lock)
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         assert derby_in_use(tmp_path)
         assert derby_in_use(tmp_path)  # the probe let go of what it did not take
     finally:
         holder.communicate("")
     assert not derby_in_use(tmp_path)
+
+
+def test_a_derby_lock_let_go_within_the_grace_does_not_refuse(tmp_path: Path):
+    """A JVM whose Python process was killed ends on its own a moment later: a command
+    started right then waits for it instead of refusing; a holder that stays is refused
+    once the grace is over."""
+    lock = tmp_path / "dbex.lck"
+    lock.write_bytes(b"")
+    leaving = _hold_posix_lock(lock, release_after=1.0)
+    started = time.monotonic()
+    assert not derby_stays_in_use(tmp_path, grace=10.0)
+    assert 0.5 < time.monotonic() - started < 10.0
+    leaving.wait()
+    staying = _hold_posix_lock(lock)
+    try:
+        started = time.monotonic()
+        assert derby_stays_in_use(tmp_path, grace=1.0)
+        assert 1.0 <= time.monotonic() - started < 5.0
+    finally:
+        staying.communicate("")
