@@ -91,6 +91,12 @@ def get_spark(settings: Settings, app_name: str = "cdc-lakehouse") -> SparkSessi
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if settings.master.startswith("local"):
+        # PySpark starts its Python workers with PYSPARK_PYTHON, else `python3` from PATH,
+        # which imports pyspark_jobs (the document fold's UDF) only when the command runs
+        # from the repo, not from cron's home folder. A cluster's executors have their own
+        # path (docs/deploy.md).
+        spark.sparkContext.pythonExec = settings.worker_python
     return spark
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -170,6 +171,10 @@ class Settings:
     # Seconds a lake lock stays valid without its holder renewing it (a crashed holder's
     # lock is free after this long).
     lock_lease_seconds: float = 600.0
+    # The Python the Spark workers of a local master run (the one Python UDF, the
+    # document patch fold, imports pyspark_jobs there): this interpreter, whose
+    # environment has the project installed, unless PYSPARK_PYTHON names another.
+    worker_python: str = sys.executable
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lake_root", _lake_root(self.lake_root))
@@ -259,6 +264,7 @@ class Settings:
             local_root=Path(local_dir).resolve() if local_dir else None,
             locks=env.get("LAKEHOUSE_LOCKS") or None,
             lock_lease_seconds=float(env.get("LAKEHOUSE_LOCK_LEASE_SECONDS", "600")),
+            worker_python=env.get("PYSPARK_PYTHON") or sys.executable,
         )
 
     def with_overrides(

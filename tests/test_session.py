@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -43,3 +46,26 @@ def test_lake_root_defaults_inside_the_repo_and_is_ignored():
     settings = Settings.from_env({})
     assert settings.lake_root == PROJECT_ROOT / "lake"
     assert "lake/" in (PROJECT_ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_the_projects_python_udf_runs_from_any_working_directory(tmp_path: Path):
+    """The document fold's UDF imports pyspark_jobs in the worker. Started from outside
+    the repo (cron starts commands in the home folder) without PYSPARK_PYTHON (only the
+    Makefile sets it), the workers ran `python3` from PATH, which could not import it."""
+    script = (
+        "from pyspark.sql import functions as F\n"
+        "from pyspark_jobs.gold.document_patch import document_steps\n"
+        "from pyspark_jobs.session import get_spark\n"
+        "from pyspark_jobs.settings import Settings\n"
+        "spark = get_spark(Settings.from_env())\n"
+        "folded = F.udf(lambda: document_steps([]) == [], 'boolean')\n"
+        "print('folded:', spark.range(1).select(folded()).first()[0])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYTHONPATH")} | {
+        "LAKEHOUSE_ROOT": str(tmp_path / "lake")
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines()[-1] == "folded: True"
