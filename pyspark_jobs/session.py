@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from contextlib import suppress
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -113,9 +114,12 @@ def end_jvm(timeout: float = 120.0) -> int | None:
     if gateway is None:
         return None
     proc = getattr(gateway, "proc", None)
-    if SparkContext._active_spark_context is not None:
-        SparkContext._active_spark_context.stop()
-    gateway.shutdown()
+    # A JVM that died already (killed, out of memory) cannot be asked; the command has
+    # reported its outcome by now, so that must not turn into a traceback.
+    with suppress(Exception):
+        if SparkContext._active_spark_context is not None:
+            SparkContext._active_spark_context.stop()
+        gateway.shutdown()
     if proc is None:  # a gateway this process did not launch (PYSPARK_GATEWAY_PORT)
         return None
     proc.stdin.close()  # the gateway JVM exits when its stdin closes

@@ -69,3 +69,28 @@ def test_the_projects_python_udf_runs_from_any_working_directory(tmp_path: Path)
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.splitlines()[-1] == "folded: True"
+
+
+def test_ending_a_jvm_that_died_already_returns_its_status(tmp_path: Path):
+    """A command whose JVM was killed (or ran out of memory) still exits with its own
+    code: ending the JVM afterwards must not raise."""
+    script = (
+        "import signal\n"
+        "from pyspark import SparkContext\n"
+        "from pyspark_jobs.session import end_jvm, get_spark\n"
+        "from pyspark_jobs.settings import Settings\n"
+        "get_spark(Settings.from_env()).range(1).count()\n"
+        "proc = SparkContext._gateway.proc\n"
+        "proc.send_signal(signal.SIGKILL)\n"
+        "proc.wait()\n"
+        "print('status:', end_jvm(timeout=30))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "LAKEHOUSE_ROOT": str(tmp_path / "lake")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines()[-1] == "status: -9"
