@@ -118,11 +118,13 @@ def graph_events(history: DataFrame, specs: DataFrame) -> DataFrame:
         F.col("key_columns")[0].alias("v_key"),
     )
     kinds = F.broadcast(graph_specs.select("table_name", "kind"))
-    own = own.join(kinds, "table_name")
+    # Each is read by several of the steps below; inlined, the plan repeated them as a
+    # tree (~190 KB of plan, seconds of planning and ~25 Spark jobs for 20 new rows).
+    own = materialized(own.join(kinds, "table_name"))
     edges = own.where(F.col("kind") == "edge").drop("kind")
     vertices = own.where(F.col("kind") == "vertex").drop("kind")
-    vertices = expand_truncates(
-        vertices.unionByName(_implicit_source_vertices(edges, vertex_specs))
+    vertices = materialized(
+        expand_truncates(vertices.unionByName(_implicit_source_vertices(edges, vertex_specs)))
     )
     # The truncate rows themselves (vertex-type deletes) still name the type for cascades.
     vertex_truncates = own.where((F.col("kind") == "vertex") & is_table_wide()).drop("kind")
@@ -174,11 +176,17 @@ def _involved(rows: DataFrame, specs: DataFrame) -> DataFrame:
 
 def _touching(involved: DataFrame, vertices: DataFrame) -> DataFrame:
     """The rows of ``involved`` whose vertex is one of ``vertices`` (a null ``v_uid`` on
-    either side stands for every vertex of its type)."""
-    targets = vertices.select(
-        F.col("v_source").alias("t_source"),
-        F.col("v_type").alias("t_type"),
-        F.col("v_uid").alias("t_uid"),
+    either side stands for every vertex of its type).
+
+    ``vertices`` is small next to ``involved`` (those of a run's new rows, or of the edges
+    they reach) and is broadcast: three semi joins against it then shuffle nothing.
+    """
+    targets = F.broadcast(
+        vertices.select(
+            F.col("v_source").alias("t_source"),
+            F.col("v_type").alias("t_type"),
+            F.col("v_uid").alias("t_uid"),
+        )
     )
     same_type = (F.col("v_source") == F.col("t_source")) & (F.col("v_type") == F.col("t_type"))
     exact = involved.join(
@@ -204,11 +212,17 @@ def graph_history_rows(log: DataFrame, specs: DataFrame, changes: DataFrame) -> 
     edge is not affected (no new event of its own), so its history may stay partial.
 
     The log is read twice: once for the narrow vertex index these steps all query
-    (materialized), once for the rows they choose.
+    (materialized), once for the rows they choose. The sides that come from the new rows
+    are materialized and broadcast: inlined, each was recomputed in every step that reads
+    it, and every join shuffled (a plan of ~400 nodes, ~80 Spark jobs for 20 new rows).
     """
     involved = materialized(_involved(log, specs))
-    first = _touching(involved, _involved(changes, specs)).select("change_id")
-    edge_ends = involved.where(F.col("kind") == "edge").join(first, "change_id", "left_semi")
+    first = materialized(
+        _touching(involved, _involved(changes, specs)).select("change_id").distinct()
+    )
+    edge_ends = involved.where(F.col("kind") == "edge").join(
+        F.broadcast(first), "change_id", "left_semi"
+    )
     removals = involved.where((F.col("kind") == "vertex") & F.col("op").isin("delete", "truncate"))
     second = _touching(removals, edge_ends).select("change_id")
     table_wide = involved.where(F.col("wide")).select("change_id")
@@ -218,9 +232,10 @@ def graph_history_rows(log: DataFrame, specs: DataFrame, changes: DataFrame) -> 
         .select("table_name")
     )
     whole_tables = involved.join(F.broadcast(truncated_edges), "table_name", "left_semi")
-    wanted = (
+    wanted = materialized(
         first.unionByName(second)
         .unionByName(table_wide)
         .unionByName(whole_tables.select("change_id"))
+        .distinct()
     )
-    return log.join(wanted, "change_id", "left_semi")
+    return log.join(F.broadcast(wanted), "change_id", "left_semi")
