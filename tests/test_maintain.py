@@ -20,8 +20,9 @@ from pyspark.sql import SparkSession
 
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import load_config
+from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.gold.apply import apply_gold
-from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE, latest_version
+from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE
 from pyspark_jobs.maintain import (
     LAYERS,
     TableMaintenance,

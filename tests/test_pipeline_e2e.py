@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.gold.change_feed import latest_version
+from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.pipeline import run_pipeline
 from pyspark_jobs.settings import Settings
 from tests.conftest import copy_of_samples, gold_table_names, reset_lake

@@ -34,12 +34,12 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import LakehouseConfig
+from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.faults import crash_point
 from pyspark_jobs.gold.change_feed import (
     CHANGE_LOG_TABLE,
     Progress,
     applied_progress,
-    latest_version,
     new_changes,
     record_progress,
 )

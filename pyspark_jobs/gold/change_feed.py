@@ -28,13 +28,6 @@ class Progress:
     signature: str | None = None
 
 
-def latest_version(spark: SparkSession, table: str) -> int:
-    """The table's current Delta version."""
-    return int(
-        spark.sql(f"describe history {table} limit 1").select("version").first()[0]  # type: ignore[index]
-    )
-
-
 def applied_progress(spark: SparkSession) -> dict[str, Progress]:
     """Per gold table, its latest progress row (one row per table: small)."""
     latest = (

@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import ConfigError, LakehouseConfig
+from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.gold.apply import (
     TableApply,
     apply_gold,
@@ -29,7 +30,6 @@ from pyspark_jobs.gold.change_feed import (
     CHANGE_LOG_TABLE,
     Progress,
     change_log_as_of,
-    latest_version,
     record_progress,
 )
 from pyspark_jobs.gold.folds import FAMILIES

@@ -48,7 +48,7 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.tables import RAW_TABLE
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.gold.change_feed import latest_version
+from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 from pyspark_jobs.silver.dbt_runner import run_dbt
 from pyspark_jobs.silver.entity_registry import publish_entities
@@ -100,6 +100,12 @@ def used_formats(config: LakehouseConfig) -> list[str]:
 
 
 def _ensure_builds_table(spark: SparkSession) -> None:
+    if spark.catalog.tableExists(BUILDS_TABLE):
+        if "silver_versions" not in spark.table(BUILDS_TABLE).columns:
+            # A lake from before the column: its builds read as unknown, so one more build
+            # runs.
+            spark.sql(f"alter table {BUILDS_TABLE} add columns (silver_versions string)")
+        return
     spark.sql("create database if not exists lakehouse")
     spark.sql(
         f"""
@@ -113,9 +119,6 @@ def _ensure_builds_table(spark: SparkSession) -> None:
         comment 'Successful silver builds: a cycle with nothing new skips dbt'
         """
     )
-    if "silver_versions" not in spark.table(BUILDS_TABLE).columns:
-        # A lake from before the column: its builds read as unknown, so one more build runs.
-        spark.sql(f"alter table {BUILDS_TABLE} add columns (silver_versions string)")
 
 
 def _silver_versions(spark: SparkSession) -> str:

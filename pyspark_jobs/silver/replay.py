@@ -32,7 +32,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE, change_log_inserts, latest_version
+from pyspark_jobs.delta_log import latest_version
+from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE, change_log_inserts
 from pyspark_jobs.settings import Settings
 from pyspark_jobs.silver.build import build_silver
 

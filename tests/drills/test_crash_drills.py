@@ -11,7 +11,7 @@ then one `lakehouse run` that must find the layers as the clean run left them. A
 stage command costs its JVM's start and the work up to the kill, not the stages before it.
 
 Long (a JVM per kill: 22 minutes alone on 2 cores with 10 kills per stage):
-`make drills`, not `make test` (marker ``drill``); CI runs both. ``LAKEHOUSE_DRILL_KILLS``
+`make drills`, not `make test` (marker ``drill``) nor CI. ``LAKEHOUSE_DRILL_KILLS``
 sets the kills per stage. The seed is printed; replay a failure with
 `LAKEHOUSE_DRILL_SEED=<seed> make drills`.
 """

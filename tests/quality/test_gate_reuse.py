@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.gold.change_feed import latest_version
+from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.quality import frames, gate_reuse
 from pyspark_jobs.quality.definitions import EXPECTATIONS_DIR, LAYERS, load_checkpoint
 from pyspark_jobs.run_summary import RunSummary, format_summary
