@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -124,12 +126,33 @@ def hold_embedded_metastore_lock(state_dir: Path, derby_dir: Path | None) -> Non
                 f"holds no lakehouse lock (a dbt run not started through scripts/analyst_dbt.sh "
                 "or make dbt-*?)"
             )
+        if derby_dir is not None and clear_unfinished_derby(derby_dir):
+            print(
+                f"lakehouse: removed {derby_dir}: a command was killed while Derby created it "
+                "(no table was ever registered there); Derby creates it again now",
+                file=sys.stderr,
+            )
     except LockBusy as exc:
         raise LockBusy(
             f"{exc}; the embedded Derby metastore admits one Spark process at a time: wait "
             "for it, or use a shared metastore (docs/deploy.md)"
         ) from None
     _HELD_FOR_PROCESS[path] = held
+
+
+def clear_unfinished_derby(derby_dir: Path) -> bool:
+    """Remove the Derby database in ``derby_dir`` when its creation was cut off (the JVM
+    killed in a lake's first seconds), and say so; leave any other alone.
+
+    Derby writes ``service.properties`` last when it creates a database and refuses to
+    boot a folder without it ("Perhaps Derby was brought down in the middle of creating
+    this database"), so such a folder never held a table, and left there it would fail
+    every later command on the lake. Call it only while no other process has it open.
+    """
+    if not derby_dir.is_dir() or (derby_dir / "service.properties").exists():
+        return False
+    shutil.rmtree(derby_dir)
+    return True
 
 
 # The file a booted Derby database keeps locked (Java's FileChannel.tryLock: a POSIX

@@ -16,7 +16,14 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pyspark_jobs.locks import LakeLock, LockBusy, derby_in_use, derby_stays_in_use, named_locks
+from pyspark_jobs.locks import (
+    LakeLock,
+    LockBusy,
+    derby_in_use,
+    derby_stays_in_use,
+    hold_embedded_metastore_lock,
+    named_locks,
+)
 from pyspark_jobs.settings import DEFAULT_CONFIG, Settings
 from pyspark_jobs.storage import read_text, write_once
 
@@ -195,3 +202,22 @@ def test_a_derby_lock_let_go_within_the_grace_does_not_refuse(tmp_path: Path):
         assert 1.0 <= time.monotonic() - started < 5.0
     finally:
         staying.communicate("")
+
+
+def test_a_metastore_cut_off_while_derby_created_it_is_created_again(tmp_path: Path):
+    """A lake's first command killed while Derby was creating its database leaves a folder
+    Derby refuses to boot ever after (no `service.properties`, written last): the next
+    command removes it, since no table was registered there; a created one stays."""
+    derby = tmp_path / "lake" / "metastore_db"
+    for name in ("log/log1.dat", "log/log.ctrl", "seg0/c20.dat", "db.lck", "dbex.lck"):
+        (derby / name).parent.mkdir(parents=True, exist_ok=True)
+        (derby / name).write_bytes(b"\0" * 16)
+
+    hold_embedded_metastore_lock(tmp_path / "state-1", derby)
+    assert not derby.exists()
+
+    (derby / "seg0").mkdir(parents=True)
+    (derby / "service.properties").write_text("derby.storage.databaseName=metastore_db\n")
+    (derby / "seg0" / "c20.dat").write_bytes(b"\0" * 16)
+    hold_embedded_metastore_lock(tmp_path / "state-2", derby)
+    assert (derby / "service.properties").exists() and (derby / "seg0" / "c20.dat").exists()
