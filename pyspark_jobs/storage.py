@@ -43,6 +43,29 @@ def read_text(spark: SparkSession, location: str) -> str | None:
     return bytes(data).decode()
 
 
+def remove_unfinished_log_writes(spark: SparkSession, checkpoint: str) -> list[str]:
+    """Delete the temporary files a killed process left in a streaming checkpoint's
+    ``offsets`` and ``commits`` logs; the names deleted.
+
+    Spark writes each log entry to a hidden ``.<batch>.<uuid>.tmp`` file, then renames it,
+    so such a file is never read. But a query killed while writing its very first offsets
+    leaves one behind, and Spark then refuses that checkpoint for good
+    (``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``: the offsets "should be empty on batch
+    0"). Call it only while no query runs on ``checkpoint``.
+    """
+    removed = []
+    for log in ("offsets", "commits"):
+        fs, folder = _hadoop_fs(spark, f"{checkpoint.rstrip('/')}/{log}")
+        if not fs.exists(folder):
+            continue
+        for status in fs.listStatus(folder):
+            name = status.getPath().getName()
+            if name.startswith(".") and ".tmp" in name:
+                fs.delete(status.getPath(), False)
+                removed.append(f"{log}/{name}")
+    return removed
+
+
 def write_once(spark: SparkSession, location: str, text: str) -> bool:
     """Create the file with ``text`` unless it exists; whether this call created it.
 

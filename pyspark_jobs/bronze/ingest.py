@@ -38,7 +38,7 @@ from pyspark_jobs.bronze.tables import (
 from pyspark_jobs.config import LakehouseConfig, Source
 from pyspark_jobs.locks import named_locks
 from pyspark_jobs.settings import Settings, join_location
-from pyspark_jobs.storage import read_text, write_once
+from pyspark_jobs.storage import read_text, remove_unfinished_log_writes, write_once
 
 __all__ = ["LandingError", "SourceIngest", "ingest", "ingest_locks"]
 
@@ -252,6 +252,9 @@ def ingest(
                         continue
                     if listing is not None:
                         listings.append((checkpoint, listing))
+                # A kill inside the query's first offsets write leaves a temp file that
+                # fails every later start; the source's lock keeps other queries off it.
+                remove_unfinished_log_writes(spark, checkpoint)
                 writer = (
                     _stream(spark, source, max_per_batch)
                     .writeStream.queryName(f"bronze_{source.name}")

@@ -84,3 +84,24 @@ def _versions(spark: SparkSession) -> DataFrame:
     return spark.table("bronze.cdc_raw").select(
         "offset", "value", F.col("_metadata.row_commit_version").alias("v")
     )
+
+
+def test_a_query_killed_writing_its_first_offsets_starts_again(
+    spark: SparkSession, empty_lake: Settings, tmp_path: Path
+) -> None:
+    """Found by the crash drill: a kill inside a new query's first offsets write left
+    `offsets/.0.<uuid>.tmp` (and its checksum), and every later ingest of the source
+    failed with STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY. The next ingest lands the
+    file; a committed offsets entry is never touched."""
+    config, landing = landing_config(tmp_path)
+    (landing / "a.jsonl").write_text(record_line("db.orders", 0, 0, {"op": "c"}, {"id": 1}) + "\n")
+    offsets = Path(empty_lake.checkpoint_dir) / "bronze" / "files" / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / ".0.a8671807-9896-43a9-9c5e-c714aec81bf3.tmp").write_bytes(b"")
+    (offsets / "..0.a8671807-9896-43a9-9c5e-c714aec81bf3.tmp.crc").write_bytes(b"")
+
+    [report] = ingest(spark, empty_lake, config, log=lambda _: None)
+
+    assert report.landed == 1
+    assert bronze_rows(spark, "files") == [("db.orders", 0, 0, '{"id":1}', '{"op":"c"}')]
+    assert sorted(p.name for p in offsets.iterdir()) == [".0.crc", "0"]
