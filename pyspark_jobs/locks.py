@@ -142,7 +142,7 @@ def hold_embedded_metastore_lock(state_dir: Path, derby_dir: Path | None) -> Non
 
 def clear_unfinished_derby(derby_dir: Path) -> bool:
     """Remove the Derby database in ``derby_dir`` when its creation was cut off (the JVM
-    killed in a lake's first seconds), and say so; leave any other alone.
+    killed in a lake's first seconds): True when it did; any other is left alone.
 
     Derby writes ``service.properties`` last when it creates a database and refuses to
     boot a folder without it ("Perhaps Derby was brought down in the middle of creating
