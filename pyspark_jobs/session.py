@@ -40,6 +40,12 @@ def project_conf(settings: Settings) -> dict[str, str]:
         # Delta rebuilds a table's snapshot with this many tasks; the default 50 makes every
         # small table pay for 50 tasks on each read.
         "spark.databricks.delta.snapshotPartitions": "2",
+        # Spark 4.2 injects runtime Bloom filters into gold's fold joins (the checkpointed
+        # side carries no size), and the filter's generated code fails to compile
+        # (`Expression "java.lang.Long" is not an rvalue`): Spark falls back to
+        # interpreting it, after logging an ERROR with a stack trace a user reads as a
+        # failure. The joins are key lookups of a few rows, which the filter cannot prune.
+        "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
         # Derby writes derby.log into the working directory unless told otherwise. The
         # class-data-sharing archive of `make setup` cuts seconds off every JVM's start.
         "spark.driver.extraJavaOptions": " ".join(

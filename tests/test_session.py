@@ -94,3 +94,27 @@ def test_ending_a_jvm_that_died_already_returns_its_status(tmp_path: Path):
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.splitlines()[-1] == "status: -9"
+
+
+def test_no_runtime_bloom_filter_is_injected_into_a_join(spark):
+    # Spark 4.2's runtime Bloom filter on a folded key fails to compile and logs an ERROR
+    # with a stack trace in gold's folds (`Expression "java.lang.Long" is not an rvalue`).
+    # The size threshold is lowered so this small join would get one if they were on.
+    threshold = "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold"
+    spark.conf.set(threshold, "1")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        big = spark.range(1000).selectExpr("cast(id % 10 as string) k", "id v").localCheckpoint()
+        small = (
+            spark.range(100)
+            .selectExpr("cast(id as string) k")
+            .groupBy("k")
+            .count()
+            .where("k = '3'")
+        )
+        joined = big.join(small, "k")
+        assert joined.count() == 100
+        assert "might_contain" not in joined._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.unset(threshold)
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
