@@ -66,6 +66,36 @@ def remove_unfinished_log_writes(spark: SparkSession, checkpoint: str) -> list[s
     return removed
 
 
+def remove_unregistered_new_table(spark: SparkSession, name: str) -> bool:
+    """Delete the folder of managed table ``name`` when the catalog does not know the
+    table and the folder holds only a creation: whether it did.
+
+    ``create table`` commits the table's first Delta version, then registers the table in
+    the catalog. A process killed between the two leaves a folder Delta refuses to create
+    the table over (``DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION``) on every later run. A
+    folder with data files or a later commit is left alone: that is data, not a creation.
+    """
+    schema, _, table = name.rpartition(".")
+    if not spark.catalog.databaseExists(schema) or spark.catalog.tableExists(name):
+        return False
+    location = f"{spark.catalog.getDatabase(schema).locationUri.rstrip('/')}/{table}"
+    fs, folder = _hadoop_fs(spark, location)
+    if not fs.exists(folder):
+        return False
+    entries = {s.getPath().getName() for s in fs.listStatus(folder)}
+    if entries - {"_delta_log"}:
+        return False
+    log = f"{location}/_delta_log"
+    if "_delta_log" in entries:
+        _, log_folder = _hadoop_fs(spark, log)
+        for status in fs.listStatus(log_folder):
+            entry = status.getPath().getName()
+            if status.isFile() and not entry.startswith(".") and not entry.startswith("0" * 20):
+                return False
+    fs.delete(folder, True)
+    return True
+
+
 def write_once(spark: SparkSession, location: str, text: str) -> bool:
     """Create the file with ``text`` unless it exists; whether this call created it.
 

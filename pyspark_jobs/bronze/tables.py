@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 from pyspark.sql import SparkSession
+
+from pyspark_jobs.storage import remove_unregistered_new_table
 
 RAW_TABLE = "bronze.cdc_raw"
 QUARANTINE_TABLE = "bronze.cdc_quarantine"
@@ -58,5 +62,12 @@ partitioned by (source, ingest_date)
 def ensure_bronze_tables(spark: SparkSession) -> None:
     """Create the bronze schema and tables if they do not exist yet."""
     spark.sql("create database if not exists bronze")
+    for table in (RAW_TABLE, QUARANTINE_TABLE):
+        if remove_unregistered_new_table(spark, table):
+            print(
+                f"bronze: removed the folder of {table}: a killed run created it and never "
+                "registered it (it held no data)",
+                file=sys.stderr,
+            )
     spark.sql(_RAW_DDL)
     spark.sql(_QUARANTINE_DDL)

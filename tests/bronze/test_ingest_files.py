@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.bronze.landing_records import NOT_JSON
 from pyspark_jobs.settings import Settings
+from pyspark_jobs.storage import remove_unregistered_new_table
 from tests.bronze.conftest import bronze_rows, landing_config, quarantine_rows, record_line
 
 DEEP = 1500
@@ -105,3 +107,34 @@ def test_a_query_killed_writing_its_first_offsets_starts_again(
     assert report.landed == 1
     assert bronze_rows(spark, "files") == [("db.orders", 0, 0, '{"id":1}', '{"op":"c"}')]
     assert sorted(p.name for p in offsets.iterdir()) == [".0.crc", "0"]
+
+
+def test_a_table_killed_between_its_creation_and_its_registration_is_created_again(
+    spark: SparkSession, empty_lake: Settings, tmp_path: Path
+) -> None:
+    """Found by the crash drill (seed 306140404): a kill after `create table` committed
+    bronze.cdc_raw's first Delta version and before the catalog registered it, and every
+    later ingest failed with DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION."""
+    config, landing = landing_config(tmp_path)
+    (landing / "a.jsonl").write_text(record_line("db.orders", 0, 0, {"op": "c"}, {"id": 1}) + "\n")
+    spark.sql("create database if not exists bronze")
+    location = f"{spark.catalog.getDatabase('bronze').locationUri}/cdc_raw"
+    # What the kill left: the first commit, no data file, no catalog entry.
+    DeltaTable.create(spark).location(location).addColumn("source", "string").execute()
+    assert not spark.catalog.tableExists("bronze.cdc_raw")
+
+    [report] = ingest(spark, empty_lake, config, log=lambda _: None)
+
+    assert report.landed == 1
+    assert bronze_rows(spark, "files") == [("db.orders", 0, 0, '{"id":1}', '{"op":"c"}')]
+
+
+def test_an_unregistered_table_folder_with_data_is_left_alone(
+    spark: SparkSession, empty_lake: Settings
+) -> None:
+    spark.sql("create database if not exists bronze")
+    location = f"{spark.catalog.getDatabase('bronze').locationUri}/cdc_raw"
+    spark.createDataFrame([("a",)], "source string").write.format("delta").save(location)
+
+    assert not remove_unregistered_new_table(spark, "bronze.cdc_raw")
+    assert spark.read.format("delta").load(location).count() == 1
