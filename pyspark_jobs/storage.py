@@ -85,10 +85,8 @@ def remove_unregistered_new_table(spark: SparkSession, name: str) -> bool:
     entries = {s.getPath().getName() for s in fs.listStatus(folder)}
     if entries - {"_delta_log"}:
         return False
-    log = f"{location}/_delta_log"
     if "_delta_log" in entries:
-        _, log_folder = _hadoop_fs(spark, log)
-        for status in fs.listStatus(log_folder):
+        for status in fs.listStatus(folder.suffix("/_delta_log")):
             entry = status.getPath().getName()
             if status.isFile() and not entry.startswith(".") and not entry.startswith("0" * 20):
                 return False
