@@ -8,6 +8,7 @@ connectors and credentials Spark uses for the tables.
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,17 @@ def remove_unregistered_new_table(spark: SparkSession, name: str) -> bool:
                 return False
     fs.delete(folder, True)
     return True
+
+
+def clear_killed_creation(spark: SparkSession, name: str) -> None:
+    """Call before creating managed table ``name``: remove a folder a killed creation of
+    it left (``remove_unregistered_new_table``), and say so on stderr."""
+    if remove_unregistered_new_table(spark, name):
+        print(
+            f"removed the folder of {name}: a killed run created the table and never "
+            "registered it (it held no data); creating it again",
+            file=sys.stderr,
+        )
 
 
 def write_once(spark: SparkSession, location: str, text: str) -> bool:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 from pyspark.sql import SparkSession
 
-from pyspark_jobs.storage import remove_unregistered_new_table
+from pyspark_jobs.storage import clear_killed_creation
 
 RAW_TABLE = "bronze.cdc_raw"
 QUARANTINE_TABLE = "bronze.cdc_quarantine"
@@ -63,11 +61,6 @@ def ensure_bronze_tables(spark: SparkSession) -> None:
     """Create the bronze schema and tables if they do not exist yet."""
     spark.sql("create database if not exists bronze")
     for table in (RAW_TABLE, QUARANTINE_TABLE):
-        if remove_unregistered_new_table(spark, table):
-            print(
-                f"bronze: removed the folder of {table}: a killed run created it and never "
-                "registered it (it held no data)",
-                file=sys.stderr,
-            )
+        clear_killed_creation(spark, table)
     spark.sql(_RAW_DDL)
     spark.sql(_QUARANTINE_DDL)

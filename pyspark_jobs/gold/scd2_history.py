@@ -22,6 +22,7 @@ from pyspark_jobs.gold.folds.shared import sorted_entries
 from pyspark_jobs.gold.merge import differs
 from pyspark_jobs.gold.tables import gold_table_name, quote, spark_type
 from pyspark_jobs.gold.typed_values import cast_value, key_columns
+from pyspark_jobs.storage import clear_killed_creation
 
 HISTORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("_record_key", "string"),
@@ -43,6 +44,8 @@ def create_history_table(spark: SparkSession, entity: Entity, replace: bool = Fa
     wanted = [(c, spark_type(t)) for c, t in entity.columns.items()] + list(HISTORY_COLUMNS)
     cols = ", ".join(f"{quote(c)} {t}" for c, t in wanted)
     verb = "create or replace table" if replace else "create table"
+    if not replace:
+        clear_killed_creation(spark, history_table_name(entity))
     spark.sql(f"{verb} {history_table_name(entity)} ({cols}) using delta")
 
 

@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.gold.folds.shared import IMAGE_TYPE
 from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
+from pyspark_jobs.storage import clear_killed_creation
 
 PENDING_TABLE = "lakehouse.gold_pending"
 STATE, VERSION, HISTORY_KEY, MARKER = "state", "version", "history_key", "marker"
@@ -70,6 +71,7 @@ def ensure_pending_table(spark: SparkSession) -> None:
             return
         spark.sql(f"drop table {PENDING_TABLE}")
     columns = ", ".join(f"{name} {typ}" for name, typ in PENDING_COLUMNS)
+    clear_killed_creation(spark, PENDING_TABLE)
     spark.sql(
         f"create table {PENDING_TABLE} ({columns}) using delta "
         "comment 'What the last gold run writes, committed before any table is written'"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import Entity
+from pyspark_jobs.storage import clear_killed_creation
 
 GOLD_SCHEMA = "gold"
 TOMBSTONES_TABLE = "lakehouse.gold_tombstones"
@@ -62,6 +63,8 @@ def create_gold_table(spark: SparkSession, entity: Entity, replace: bool = False
     spark.sql(f"create database if not exists {GOLD_SCHEMA}")
     cols = ",\n    ".join(f"{quote(c)} {t}" for c, t in gold_columns(entity))
     verb = "create or replace table" if replace else "create table"
+    if not replace:
+        clear_killed_creation(spark, gold_table_name(entity))
     spark.sql(
         f"{verb} {gold_table_name(entity)} (\n    {cols}\n) using delta "
         "tblproperties (delta.enableChangeDataFeed = true, delta.enableDeletionVectors = true)"
@@ -85,6 +88,8 @@ def ensure_gold_table(spark: SparkSession, entity: Entity) -> None:
 def ensure_state_tables(spark: SparkSession) -> None:
     """Create the tombstone, rejects and progress tables if needed."""
     spark.sql("create database if not exists lakehouse")
+    for table in (TOMBSTONES_TABLE, REJECTS_TABLE, PROGRESS_TABLE):
+        clear_killed_creation(spark, table)
     spark.sql(
         f"""
         create table if not exists {TOMBSTONES_TABLE} (

@@ -52,6 +52,7 @@ from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 from pyspark_jobs.silver.dbt_runner import run_dbt
 from pyspark_jobs.silver.entity_registry import publish_entities
+from pyspark_jobs.storage import clear_killed_creation
 
 BUILDS_TABLE = "lakehouse.silver_builds"
 SILVER_TABLES = ("silver.change_log", "silver.change_log_rejects")
@@ -107,6 +108,7 @@ def _ensure_builds_table(spark: SparkSession) -> None:
             spark.sql(f"alter table {BUILDS_TABLE} add columns (silver_versions string)")
         return
     spark.sql("create database if not exists lakehouse")
+    clear_killed_creation(spark, BUILDS_TABLE)
     spark.sql(
         f"""
         create table if not exists {BUILDS_TABLE} (

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -14,6 +13,7 @@ from pyspark_jobs.bronze.landing_records import NOT_JSON
 from pyspark_jobs.settings import Settings
 from pyspark_jobs.storage import remove_unregistered_new_table
 from tests.bronze.conftest import bronze_rows, landing_config, quarantine_rows, record_line
+from tests.support.killed_creation import leave_killed_creation
 
 DEEP = 1500
 
@@ -117,11 +117,7 @@ def test_a_table_killed_between_its_creation_and_its_registration_is_created_aga
     later ingest failed with DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION."""
     config, landing = landing_config(tmp_path)
     (landing / "a.jsonl").write_text(record_line("db.orders", 0, 0, {"op": "c"}, {"id": 1}) + "\n")
-    spark.sql("create database if not exists bronze")
-    location = f"{spark.catalog.getDatabase('bronze').locationUri}/cdc_raw"
-    # What the kill left: the first commit, no data file, no catalog entry.
-    DeltaTable.create(spark).location(location).addColumn("source", "string").execute()
-    assert not spark.catalog.tableExists("bronze.cdc_raw")
+    leave_killed_creation(spark, "bronze.cdc_raw")
 
     [report] = ingest(spark, empty_lake, config, log=lambda _: None)
 

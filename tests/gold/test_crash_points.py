@@ -5,7 +5,9 @@ each crash point in turn (`LAKEHOUSE_FAULT`, in raise mode: the run stops in thi
 with exactly the commits a kill there leaves) — the next run resumes the staged run and is
 itself stopped at the next point — then compares every table with an uninterrupted apply
 of the same changes: gold rows, SCD2 history (no version lost), rejects (none recorded
-twice), tombstones and progress. The crash drills (`tests/drills`) kill real processes.
+twice), tombstones and progress. The stopped runs' first apply also finds, in each table's
+folder, what a kill inside its ``create table`` leaves. The crash drills (`tests/drills`)
+kill real processes.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pyspark_jobs.gold.apply import apply_gold
 from pyspark_jobs.settings import Settings
 from tests.conftest import reset_lake
 from tests.gold.changelog import append, change, config, create_change_log
+from tests.support.killed_creation import leave_killed_creation
 
 pytestmark = pytest.mark.slow
 
@@ -118,6 +121,7 @@ TABLES = [
     "lakehouse.gold_progress",
 ]
 CONFIG = config(SHOP, CASS, GRAPH)
+CREATED_TABLES = [*TABLES, "lakehouse.gold_pending"]
 
 
 def rows_of(frame: DataFrame) -> list[tuple]:
@@ -146,6 +150,10 @@ def test_a_stop_between_any_two_writes_loses_and_doubles_nothing(
 
     reset_lake(spark, settings)
     create_change_log(spark)
+    # A kill inside each table's `create table` (before the catalog registered it): the
+    # first apply creates every table again over what the kill left.
+    for table in CREATED_TABLES:
+        leave_killed_creation(spark, table)
     append(spark, BATCH_1)
     apply_gold(spark, CONFIG, **quiet)
     append(spark, BATCH_2)
