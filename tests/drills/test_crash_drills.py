@@ -10,7 +10,8 @@ gets, stage by stage, the stage's own command (`lakehouse ingest`, `silver`, `go
 then one `lakehouse run` that must find the layers as the clean run left them. A killed
 stage command costs its JVM's start and the work up to the kill, not the stages before it.
 
-Long (a JVM per kill: 22 minutes alone on 2 cores with 10 kills per stage):
+Long (a JVM per kill: 19 to 35 minutes alone on 2 cores with 10 kills per stage; it prints
+where the time went):
 `make drills`, not `make test` (marker ``drill``) nor CI. ``LAKEHOUSE_DRILL_KILLS``
 sets the kills per stage. The seed is printed; replay a failure with
 `LAKEHOUSE_DRILL_SEED=<seed> make drills`.
@@ -165,11 +166,20 @@ def test_random_kills_in_every_stage_leave_every_table_as_an_uninterrupted_run(
     rnd.shuffle(kills)
     per_batch = [kills[i::BATCHES] for i in range(BATCHES)]
     landed = {stage: 0 for stage in STAGES}
+    # Wall seconds per part of the drill, printed: where its half hour goes.
+    spent: dict[str, float] = {}
+
+    def timed(part: str, started: float) -> None:
+        spent[part] = spent.get(part, 0.0) + time.monotonic() - started
+
     for batch in range(BATCHES):
         workload.write(landing["clean"], EVENTS_PER_BATCH)
         shutil.rmtree(landing["drilled"], ignore_errors=True)  # none before the first batch
         shutil.copytree(landing["clean"], landing["drilled"])
+        started = time.monotonic()
         timings = timed_clean_run(lakes["clean"], configs["clean"])
+        timed("clean lake's run", started)
+        print(f"batch {batch}: the clean run's stages, seconds: {timings}")
         for stage in STAGES:
             for _ in range(per_batch[batch].count(stage)):
                 # A re-run may find a stage shorter than the clean run did (the batch
@@ -177,6 +187,7 @@ def test_random_kills_in_every_stage_leave_every_table_as_an_uninterrupted_run(
                 # how long the stage took in the missed run, and later kills use that.
                 command, marker = stage_command(stage, rnd)
                 fraction = rnd.random()
+                started = time.monotonic()
                 for _ in range(4):
                     took = kill_during(
                         lakes["drilled"], configs["drilled"], command, marker, fraction,
@@ -187,10 +198,16 @@ def test_random_kills_in_every_stage_leave_every_table_as_an_uninterrupted_run(
                         break
                     timings[stage] = max(0.2, min(timings[stage], took))
                     fraction *= 0.8
+                timed(f"kills in {stage}", started)
             if stage != "gates":
+                started = time.monotonic()
                 finish(lakes["drilled"], configs["drilled"], COMMANDS[stage])
+                timed("stage commands run to their end", started)
+        started = time.monotonic()
         timed_clean_run(lakes["drilled"], configs["drilled"])
+        timed("drilled lake's closing run", started)
     print(f"kills that landed inside their stage: {landed}")
+    print("seconds spent: " + ", ".join(f"{k} {v:.0f}" for k, v in spent.items()))
     assert landed == dict.fromkeys(STAGES, KILLS_PER_STAGE), landed
 
     tables = [
