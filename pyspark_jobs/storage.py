@@ -106,6 +106,15 @@ def clear_killed_creation(spark: SparkSession, name: str) -> None:
         )
 
 
+def create_table_if_missing(spark: SparkSession, name: str, ddl: str) -> None:
+    """Run ``ddl``, the creation of managed table ``name``, unless the catalog has the
+    table; first ``clear_killed_creation``. One catalog lookup when the table exists."""
+    if spark.catalog.tableExists(name):
+        return
+    clear_killed_creation(spark, name)
+    spark.sql(ddl)
+
+
 def write_once(spark: SparkSession, location: str, text: str) -> bool:
     """Create the file with ``text`` unless it exists; whether this call created it.
 

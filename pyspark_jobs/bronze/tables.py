@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from pyspark_jobs.storage import clear_killed_creation
+from pyspark_jobs.storage import create_table_if_missing
 
 RAW_TABLE = "bronze.cdc_raw"
 QUARANTINE_TABLE = "bronze.cdc_quarantine"
@@ -60,7 +60,5 @@ partitioned by (source, ingest_date)
 def ensure_bronze_tables(spark: SparkSession) -> None:
     """Create the bronze schema and tables if they do not exist yet."""
     spark.sql("create database if not exists bronze")
-    for table in (RAW_TABLE, QUARANTINE_TABLE):
-        clear_killed_creation(spark, table)
-    spark.sql(_RAW_DDL)
-    spark.sql(_QUARANTINE_DDL)
+    create_table_if_missing(spark, RAW_TABLE, _RAW_DDL)
+    create_table_if_missing(spark, QUARANTINE_TABLE, _QUARANTINE_DDL)

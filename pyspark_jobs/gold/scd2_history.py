@@ -44,8 +44,7 @@ def create_history_table(spark: SparkSession, entity: Entity, replace: bool = Fa
     wanted = [(c, spark_type(t)) for c, t in entity.columns.items()] + list(HISTORY_COLUMNS)
     cols = ", ".join(f"{quote(c)} {t}" for c, t in wanted)
     verb = "create or replace table" if replace else "create table"
-    if not replace:
-        clear_killed_creation(spark, history_table_name(entity))
+    clear_killed_creation(spark, history_table_name(entity))
     spark.sql(f"{verb} {history_table_name(entity)} ({cols}) using delta")
 
 

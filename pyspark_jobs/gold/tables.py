@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import Entity
-from pyspark_jobs.storage import clear_killed_creation
+from pyspark_jobs.storage import clear_killed_creation, create_table_if_missing
 
 GOLD_SCHEMA = "gold"
 TOMBSTONES_TABLE = "lakehouse.gold_tombstones"
@@ -63,8 +63,7 @@ def create_gold_table(spark: SparkSession, entity: Entity, replace: bool = False
     spark.sql(f"create database if not exists {GOLD_SCHEMA}")
     cols = ",\n    ".join(f"{quote(c)} {t}" for c, t in gold_columns(entity))
     verb = "create or replace table" if replace else "create table"
-    if not replace:
-        clear_killed_creation(spark, gold_table_name(entity))
+    clear_killed_creation(spark, gold_table_name(entity))
     spark.sql(
         f"{verb} {gold_table_name(entity)} (\n    {cols}\n) using delta "
         "tblproperties (delta.enableChangeDataFeed = true, delta.enableDeletionVectors = true)"
@@ -88,9 +87,9 @@ def ensure_gold_table(spark: SparkSession, entity: Entity) -> None:
 def ensure_state_tables(spark: SparkSession) -> None:
     """Create the tombstone, rejects and progress tables if needed."""
     spark.sql("create database if not exists lakehouse")
-    for table in (TOMBSTONES_TABLE, REJECTS_TABLE, PROGRESS_TABLE):
-        clear_killed_creation(spark, table)
-    spark.sql(
+    create_table_if_missing(
+        spark,
+        TOMBSTONES_TABLE,
         f"""
         create table if not exists {TOMBSTONES_TABLE} (
             table_name string not null,
@@ -102,9 +101,11 @@ def ensure_state_tables(spark: SparkSession) -> None:
             recorded_at timestamp not null
         ) using delta
         comment 'Deleted keys, so a late older change cannot resurrect them'
-        """
+        """,
     )
-    spark.sql(
+    create_table_if_missing(
+        spark,
+        REJECTS_TABLE,
         f"""
         create table if not exists {REJECTS_TABLE} (
             table_name string not null comment 'gold table (or <table>_history)',
@@ -118,9 +119,11 @@ def ensure_state_tables(spark: SparkSession) -> None:
             recorded_at timestamp not null
         ) using delta
         comment 'Net states and history versions gold did not merge, with the reason'
-        """
+        """,
     )
-    spark.sql(
+    create_table_if_missing(
+        spark,
+        PROGRESS_TABLE,
         f"""
         create table if not exists {PROGRESS_TABLE} (
             table_name string not null,
@@ -129,7 +132,7 @@ def ensure_state_tables(spark: SparkSession) -> None:
             row_count bigint comment 'rows in the table after the run (from MERGE metrics)',
             signature string comment 'layout (columns, options) the table was checked for'
         ) using delta
-        """
+        """,
     )
     existing = spark.table(PROGRESS_TABLE).columns
     added = [c for c in ("row_count bigint", "signature string") if c.split()[0] not in existing]

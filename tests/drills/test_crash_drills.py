@@ -23,6 +23,8 @@ import os
 import random
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -169,16 +171,18 @@ def test_random_kills_in_every_stage_leave_every_table_as_an_uninterrupted_run(
     # Wall seconds per part of the drill, printed: where its half hour goes.
     spent: dict[str, float] = {}
 
-    def timed(part: str, started: float) -> None:
+    @contextmanager
+    def spent_on(part: str) -> Iterator[None]:
+        started = time.monotonic()
+        yield
         spent[part] = spent.get(part, 0.0) + time.monotonic() - started
 
     for batch in range(BATCHES):
         workload.write(landing["clean"], EVENTS_PER_BATCH)
         shutil.rmtree(landing["drilled"], ignore_errors=True)  # none before the first batch
         shutil.copytree(landing["clean"], landing["drilled"])
-        started = time.monotonic()
-        timings = timed_clean_run(lakes["clean"], configs["clean"])
-        timed("clean lake's run", started)
+        with spent_on("clean lake's run"):
+            timings = timed_clean_run(lakes["clean"], configs["clean"])
         print(f"batch {batch}: the clean run's stages, seconds: {timings}")
         for stage in STAGES:
             for _ in range(per_batch[batch].count(stage)):
@@ -187,25 +191,22 @@ def test_random_kills_in_every_stage_leave_every_table_as_an_uninterrupted_run(
                 # how long the stage took in the missed run, and later kills use that.
                 command, marker = stage_command(stage, rnd)
                 fraction = rnd.random()
-                started = time.monotonic()
-                for _ in range(4):
-                    took = kill_during(
-                        lakes["drilled"], configs["drilled"], command, marker, fraction,
-                        timings[stage],
-                    )  # fmt: skip
-                    if took is None:
-                        landed[stage] += 1
-                        break
-                    timings[stage] = max(0.2, min(timings[stage], took))
-                    fraction *= 0.8
-                timed(f"kills in {stage}", started)
+                with spent_on(f"kills in {stage}"):
+                    for _ in range(4):
+                        took = kill_during(
+                            lakes["drilled"], configs["drilled"], command, marker, fraction,
+                            timings[stage],
+                        )  # fmt: skip
+                        if took is None:
+                            landed[stage] += 1
+                            break
+                        timings[stage] = max(0.2, min(timings[stage], took))
+                        fraction *= 0.8
             if stage != "gates":
-                started = time.monotonic()
-                finish(lakes["drilled"], configs["drilled"], COMMANDS[stage])
-                timed("stage commands run to their end", started)
-        started = time.monotonic()
-        timed_clean_run(lakes["drilled"], configs["drilled"])
-        timed("drilled lake's closing run", started)
+                with spent_on("stage commands run to their end"):
+                    finish(lakes["drilled"], configs["drilled"], COMMANDS[stage])
+        with spent_on("drilled lake's closing run"):
+            timed_clean_run(lakes["drilled"], configs["drilled"])
     print(f"kills that landed inside their stage: {landed}")
     print("seconds spent: " + ", ".join(f"{k} {v:.0f}" for k, v in spent.items()))
     assert landed == dict.fromkeys(STAGES, KILLS_PER_STAGE), landed
