@@ -1,4 +1,4 @@
-"""A Delta table's current version and id, read from its log through the JVM.
+"""A Delta table's current version, id and size, read from its log through the JVM.
 
 ``DeltaLog.update`` lists the table's log for new commits and returns the current
 snapshot: no Spark job, the same on a lake URI, and the snapshot every later scan of the
@@ -36,3 +36,11 @@ def version_with_id(spark: SparkSession, table: str) -> str:
     """``"<table id>@<version>"``: a table dropped and created again never compares equal."""
     snapshot = current_snapshot(spark, table)
     return f"{snapshot.metadata().id()}@{snapshot.version()}"
+
+
+def table_bytes(spark: SparkSession, table: str) -> int | None:
+    """The size of the table's current files, from the checksum Delta writes beside each
+    commit (``<version>.crc``); None when there is none (``Snapshot.sizeInBytes`` would
+    compute it with Spark jobs)."""
+    checksum = current_snapshot(spark, table).checksumOpt()
+    return int(checksum.get().tableSizeBytes()) if checksum.isDefined() else None

@@ -1,15 +1,28 @@
-"""A table's version and id read from its Delta log: the same answer as `describe history`,
-without a Spark job."""
+"""A table's version, id and size read from its Delta log: the same answers as `describe
+history` and the files on disk, without a Spark job."""
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+import os
+from pathlib import Path
+from urllib.parse import urlparse
 
-from pyspark_jobs.delta_log import latest_version, version_with_id
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pyspark_jobs.delta_log import latest_version, table_bytes, version_with_id
 
 
 def jobs_so_far(spark: SparkSession) -> int:
     return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+
+
+def forget_checksums(spark: SparkSession, location: str) -> None:
+    """Delete the table's checksum files, and the snapshots this JVM keeps (a commit's own
+    snapshot carries the checksum it computed)."""
+    for crc in (Path(urlparse(location).path) / "_delta_log").glob("*.crc"):
+        crc.unlink()
+    spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]
 
 
 def test_the_logs_version_is_describe_historys_and_runs_no_spark_job(
@@ -38,3 +51,18 @@ def test_a_table_created_again_has_another_id_at_the_same_version(spark: SparkSe
     spark.sql("create table scratch.again (id bigint) using delta")
     second = version_with_id(spark, "scratch.again")
     assert first.endswith("@0") and second.endswith("@0") and first != second
+
+
+def test_a_tables_size_is_its_files_size_and_unknown_without_a_checksum(
+    spark: SparkSession, empty_lake
+):
+    spark.sql("create database if not exists scratch")
+    spark.sql("create or replace table scratch.sized (id bigint, s string) using delta")
+    spark.sql("insert into scratch.sized values (1, 'a'), (2, 'b')")
+    location = spark.sql("describe detail scratch.sized").first()["location"]
+    files = {r[0] for r in spark.table("scratch.sized").select(F.input_file_name()).collect()}
+    on_disk = sum(os.path.getsize(urlparse(f).path) for f in files)
+    assert table_bytes(spark, "scratch.sized") == on_disk > 0, location
+
+    forget_checksums(spark, location)
+    assert table_bytes(spark, "scratch.sized") is None

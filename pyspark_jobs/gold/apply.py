@@ -64,6 +64,7 @@ from pyspark_jobs.gold.scd2_history import (
 )
 from pyspark_jobs.gold.staging import (
     HISTORY_KEY,
+    PENDING_TABLE,
     STATE,
     VERSION,
     StagedRun,
@@ -75,6 +76,7 @@ from pyspark_jobs.gold.staging import (
 )
 from pyspark_jobs.gold.table_specs import GoldTable, gold_tables
 from pyspark_jobs.gold.tables import (
+    PROGRESS_TABLE,
     REJECTS_TABLE,
     TOMBSTONES_TABLE,
     ensure_gold_table,
@@ -82,6 +84,7 @@ from pyspark_jobs.gold.tables import (
 )
 from pyspark_jobs.gold.validation import reject_reason
 from pyspark_jobs.job_names import named_jobs
+from pyspark_jobs.small_inputs import interpreted_when_small
 from pyspark_jobs.snapshots import load_snapshots
 
 # MERGEs in flight at once: each is mostly driver-side planning and Delta log work for a
@@ -391,7 +394,19 @@ def _rows_before(spark: SparkSession, table: GoldTable, progress: dict[str, Prog
 def apply_gold(
     spark: SparkSession, config: LakehouseConfig, log: Callable[[str], None] = print
 ) -> list[TableApply]:
-    """Apply every change-log row not yet applied to its gold table."""
+    """Apply every change-log row not yet applied to its gold table (without code
+    generation when every table it may read is small: ``small_inputs.py``)."""
+    tables = gold_tables(config)
+    read = [CHANGE_LOG_TABLE, PENDING_TABLE, PROGRESS_TABLE, REJECTS_TABLE, TOMBSTONES_TABLE]
+    read += [t.name for t in tables]
+    read += [history_table_name(t.entity) for t in tables if t.entity.history]
+    with interpreted_when_small(spark, "gold", read, log):
+        return _apply_gold(spark, config, log)
+
+
+def _apply_gold(
+    spark: SparkSession, config: LakehouseConfig, log: Callable[[str], None]
+) -> list[TableApply]:
     with named_jobs(spark, "gold: state tables and progress"):
         ensure_state_tables(spark)
         ensure_pending_table(spark)

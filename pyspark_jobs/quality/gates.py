@@ -21,8 +21,14 @@ from pyspark_jobs.errors import describe
 from pyspark_jobs.job_names import named_jobs
 from pyspark_jobs.quality import gx_context
 from pyspark_jobs.quality.definitions import CheckpointSpec, load_checkpoint
-from pyspark_jobs.quality.frames import PROBLEM_COUNT, build_frame, problem_samples
+from pyspark_jobs.quality.frames import (
+    PROBLEM_COUNT,
+    build_frame,
+    problem_samples,
+    tables_read,
+)
 from pyspark_jobs.settings import Settings
+from pyspark_jobs.small_inputs import interpreted_when_small
 
 
 @dataclass
@@ -382,6 +388,10 @@ def default_run_name(layer: str) -> str:
     return f"{layer} gate {datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%fZ')}"
 
 
+def _quiet(_: str) -> None:
+    """A gate's output is its result; whether it compiled its plans is not news."""
+
+
 def run_gate(
     spark: SparkSession,
     settings: Settings,
@@ -404,7 +414,9 @@ def run_gate(
         return GateResult(layer, False, time.time() - started, [outcome], "", run_name)
     context = gx_context.open_context(settings.reports_dir)
     timings: dict[str, float] = {}
-    outcome, key = run_checkpoint(spark, config, context, spec, run_name, timings)
+    # The gate's queries over small tables run interpreted, as silver's and gold's do.
+    with interpreted_when_small(spark, f"{layer} gate", tables_read(config, layer), _quiet):
+        outcome, key = run_checkpoint(spark, config, context, spec, run_name, timings)
     docs_started = time.time()
     gx_context.build_docs(context, since, suites=(spec.suite["name"],))
     if key is not None:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 from pyspark_jobs.silver.dbt_runner import run_dbt
 from pyspark_jobs.silver.entity_registry import publish_entities
+from pyspark_jobs.small_inputs import interpreted_when_small
 from pyspark_jobs.storage import clear_killed_creation
 
 BUILDS_TABLE = "lakehouse.silver_builds"
@@ -171,11 +173,19 @@ def build_silver(
     if last is not None and last[1] == fingerprint and built:
         kind = "incremental"
         selected = f"{PIPELINE_SELECTOR},config.materialized:incremental"
-        run_dbt(settings, [*_BUILD, "--select", selected, *variables])
+        args = [*_BUILD, "--select", selected, *variables]
     else:
         kind = "full"
         refresh = ["--full-refresh"] if full_refresh else []
-        run_dbt(settings, [*_BUILD, "--select", PIPELINE_SELECTOR, *refresh, *variables])
+        args = [*_BUILD, "--select", PIPELINE_SELECTOR, *refresh, *variables]
+    # In-process only: a Thrift Server plans dbt's queries in its own session.
+    in_process = settings.dbt_target == "local"
+    with (
+        interpreted_when_small(spark, "silver", (RAW_TABLE, *SILVER_TABLES), log)
+        if in_process
+        else nullcontext()
+    ):
+        run_dbt(settings, args)
     spark.createDataFrame(
         [(bronze, fingerprint, kind, _silver_versions(spark))],
         "bronze_version bigint, fingerprint string, kind string, silver_versions string",

@@ -7,7 +7,8 @@ master with executors on both workers, silver is built by dbt through the Thrift
 While that jobs application still holds the shared catalog, an analyst's `dbt run` and
 `dbt test` go through the same Thrift Server. Then everything stops (and nothing may be
 left running, whatever failed), and gold must equal a local run on a plain-path lake with
-the embedded Derby metastore.
+the embedded Derby metastore, which compiles every plan where the cluster's gold ran its
+small tables interpreted.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pyspark.sql import SparkSession
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.pipeline import run_pipeline
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
+from pyspark_jobs.small_inputs import THRESHOLD_KEY
 from tests.conftest import copy_of_samples, gold_table_names, reset_lake
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
@@ -173,6 +175,9 @@ def test_the_pipeline_on_the_cluster_matches_the_local_run(
             ended = output.wait_for("cycle 1: succeeded", "cycle 1: stopped", timeout=2400)
             assert "succeeded" in ended, "\n".join(output.seen[-60:])
             assert any("Concurrency: 1 threads (target='thrift')" in s for s in output.seen)
+            # Gold planned in the jobs' session, silver in the Thrift Server's.
+            assert "gold: small tables, planned without code generation" in output.seen
+            assert not any(line.startswith("silver: small tables") for line in output.seen)
             phases.done("lakehouse run on the cluster")
 
             # The master's application list: the jobs and the Thrift Server run on it,
@@ -203,9 +208,15 @@ def test_the_pipeline_on_the_cluster_matches_the_local_run(
         assert jobs.returncode == 0
     phases.done("jobs and cluster stopped")
 
-    # The same samples on the embedded default: a plain-path lake, Derby, local[2].
+    # The same samples on the embedded default: a plain-path lake, Derby, local[2]. The
+    # cluster's gold planned its small tables without code generation; this run compiles
+    # every plan (pyspark_jobs/small_inputs.py): both ways must give the same tables.
     local = reset_lake(spark, settings)
-    assert run_pipeline(spark, local, config, log=lambda _: None) == 0
+    spark.conf.set(THRESHOLD_KEY, "0")
+    try:
+        assert run_pipeline(spark, local, config, log=lambda _: None) == 0
+    finally:
+        spark.conf.unset(THRESHOLD_KEY)
     warehouse = f"{lake_root.rstrip('/')}/warehouse"
     for table in gold_table_names(config):
         schema, name = table.split(".")
