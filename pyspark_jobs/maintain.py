@@ -45,6 +45,7 @@ from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE
 from pyspark_jobs.gold.staging import PENDING_TABLE
 from pyspark_jobs.gold.tables import PROGRESS_TABLE, REJECTS_TABLE, TOMBSTONES_TABLE
+from pyspark_jobs.session import temporary_conf
 from pyspark_jobs.silver.build import BUILDS_TABLE
 from pyspark_jobs.silver.entity_registry import ENTITIES_TABLE
 
@@ -357,15 +358,8 @@ def _listing_parallelism(spark: SparkSession) -> Iterator[None]:
     table on two cores). The cluster's parallelism is enough; the setting is put back
     after."""
     key = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, str(max(1, spark.sparkContext.defaultParallelism)))
-    try:
+    with temporary_conf(spark, {key: str(max(1, spark.sparkContext.defaultParallelism))}):
         yield
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
 
 
 def _maintain(

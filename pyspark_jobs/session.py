@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import subprocess
-from contextlib import suppress
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -134,3 +135,20 @@ def end_jvm(timeout: float = 120.0) -> int | None:
     except subprocess.TimeoutExpired:
         proc.kill()
         return int(proc.wait())
+
+
+@contextmanager
+def temporary_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
+    """Set these runtime SQL settings for the block; each comes back as it was (unset if
+    it was), also when the block fails."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, previous in before.items():
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)

@@ -9,10 +9,8 @@ build and gold's apply run interpreted when every table they read is at most
 own record of its size. Sizes, not new rows: silver's data tests and gold's MERGEs read
 their whole tables, where interpreted plans would cost more than compiling.
 
-Measured on the samples (57 records) on 2 cores, 2026-11-26, the whole run with code
-generation off against on (``lakehouse --conf spark.sql.codegen.wholeStage=false --conf
-spark.sql.codegen.factoryMode=NO_CODEGEN run`` against ``lakehouse run``): 306 s of CPU
-against 389, 186 s of wall time against 230; silver 47 s against 62, gold 62 against 80.
+Measured on the samples' `lakehouse run` on 2 cores, 2026-11-26, before and after on fresh
+lakes: 230 s of wall time against 190, 389 s of CPU against 317 (docs/gold.md).
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ from contextlib import contextmanager
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.delta_log import table_bytes
+from pyspark_jobs.session import temporary_conf
 
 THRESHOLD_KEY = "spark.lakehouse.interpretBelowBytes"
 DEFAULT_THRESHOLD = 8 * 1024 * 1024
@@ -52,23 +51,18 @@ def all_small(spark: SparkSession, tables: Iterable[str]) -> bool:
 
 @contextmanager
 def interpreted_when_small(
-    spark: SparkSession, step: str, tables: Iterable[str], log: Callable[[str], None]
+    spark: SparkSession,
+    step: str,
+    tables: Iterable[str],
+    log: Callable[[str], None] | None = None,
 ) -> Iterator[bool]:
     """Run the block without code generation when every table the step reads is small
-    (``all_small``); yields whether it does. The session's own settings come back after
-    the block."""
+    (``all_small``), saying so on ``log`` when given; yields whether it does. The
+    session's own settings come back after the block."""
     if not all_small(spark, tables):
         yield False
         return
-    log(f"{step}: small tables, planned without code generation")
-    before = {key: spark.conf.get(key, None) for key in _INTERPRETED}
-    for key, value in _INTERPRETED.items():
-        spark.conf.set(key, value)
-    try:
+    if log is not None:
+        log(f"{step}: small tables, planned without code generation")
+    with temporary_conf(spark, _INTERPRETED):
         yield True
-    finally:
-        for key, previous in before.items():
-            if previous is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, previous)

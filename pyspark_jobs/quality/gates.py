@@ -388,10 +388,6 @@ def default_run_name(layer: str) -> str:
     return f"{layer} gate {datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%fZ')}"
 
 
-def _quiet(_: str) -> None:
-    """A gate's output is its result; whether it compiled its plans is not news."""
-
-
 def run_gate(
     spark: SparkSession,
     settings: Settings,
@@ -414,8 +410,9 @@ def run_gate(
         return GateResult(layer, False, time.time() - started, [outcome], "", run_name)
     context = gx_context.open_context(settings.reports_dir)
     timings: dict[str, float] = {}
-    # The gate's queries over small tables run interpreted, as silver's and gold's do.
-    with interpreted_when_small(spark, f"{layer} gate", tables_read(config, layer), _quiet):
+    # The gate's queries over small tables run interpreted, as silver's and gold's do (a
+    # gate's output is its result: no line about it).
+    with interpreted_when_small(spark, f"{layer} gate", tables_read(config, layer)):
         outcome, key = run_checkpoint(spark, config, context, spec, run_name, timings)
     docs_started = time.time()
     gx_context.build_docs(context, since, suites=(spec.suite["name"],))
