@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.tables import QUARANTINE_TABLE, RAW_TABLE
+from pyspark_jobs.durations import human_seconds
 
 
 @dataclass
@@ -95,7 +96,9 @@ def format_summary(summary: RunSummary) -> str:
         line = f"  gold    {table:<28} {rows:>8} rows"
         newest = gold.get("freshness", {}).get(table)
         if newest is not None:
-            line += f"  fresh {freshness_seconds(newest, now):.1f} s"
+            age = freshness_seconds(newest, now)
+            # Seconds for scripts that read the line; beyond a minute also for people.
+            line += f"  fresh {age:.1f} s" + (f" ({human_seconds(age)})" if age >= 60 else "")
         lines.append(line)
     for layer, gate in summary.gates.items():
         verdict = "passed" if gate.get("success") else "FAILED"

@@ -55,3 +55,22 @@ def test_the_printed_summary_shows_seconds_of_freshness_at_the_end_of_the_run():
         "  gold    gold.idle                           7 rows",
         "  gold    gold.users                         10 rows  fresh 12.5 s",
     ]
+
+
+def test_a_freshness_of_a_minute_or_more_is_also_printed_as_people_read_it():
+    # The samples' changes are from 2023: seconds alone print as "fresh 95709105.0 s".
+    summary = RunSummary(run_id="r2", started_at=1704110390.0)
+    summary.layers["gold"] = {
+        "rows": {"gold.a": 1, "gold.b": 1, "gold.c": 1},
+        "freshness": {
+            "gold.a": "2024-01-01T11:59:00+00:00",
+            "gold.b": "2024-01-01T09:00:00+00:00",
+            "gold.c": "2021-01-01T12:00:00+00:00",
+        },
+    }
+    summary.finished_at = 1704110400.0  # 2024-01-01T12:00:00Z
+    assert format_summary(summary).splitlines()[1:] == [
+        "  gold    gold.a                              1 rows  fresh 60.0 s (1.0 min)",
+        "  gold    gold.b                              1 rows  fresh 10800.0 s (3.0 h)",
+        "  gold    gold.c                              1 rows  fresh 94608000.0 s (1095 d)",
+    ]

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from pyspark_jobs.durations import human_seconds
+
 LAYERS = ("bronze", "silver", "gold")
 COLORS = {"bronze": "#b08d57", "silver": "#8c959f", "gold": "#d4a72c", "gates": "#0969da"}
 
@@ -114,21 +116,6 @@ def source_trend_chart(runs: Sequence[dict[str, Any]]) -> str | None:
     axes.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     _style(axes)
     return _svg(figure, "changes and rejects per source")
-
-
-def human_seconds(seconds: float) -> str:
-    """``42 s``, ``3.5 min``, ``2.0 h``, ``12 d``.
-
-    >>> human_seconds(90)
-    '1.5 min'
-    """
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f} min"
-    if seconds < 86400 * 2:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.0f} d"
 
 
 def freshness_chart(freshness: dict[str, float]) -> str | None:

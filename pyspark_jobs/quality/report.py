@@ -25,6 +25,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from pyspark_jobs.durations import human_seconds
 from pyspark_jobs.quality import charts
 
 LAYERS = ("bronze", "silver", "gold")
@@ -370,7 +371,7 @@ def _gold_section(run: dict[str, Any]) -> str:
     table_rows, drill = [], []
     for table in tables:
         g = rows_by.get(table, {})
-        freshness = charts.human_seconds(fresh[table]) if table in fresh else None
+        freshness = human_seconds(fresh[table]) if table in fresh else None
         table_rows.append(
             f'<tr><td><a href="#table-{escape(table)}">{escape(table)}</a></td>'
             + _num(gold.get("rows", {}).get(table, g.get("rows")))
