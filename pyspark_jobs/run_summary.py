@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.tables import QUARANTINE_TABLE, RAW_TABLE
-from pyspark_jobs.durations import human_seconds
+from pyspark_jobs.durations import freshness_seconds, human_seconds
 
 
 @dataclass
@@ -68,15 +68,6 @@ def silver_totals(spark: SparkSession) -> dict[str, Any]:
         "changes": counts_by(spark, "silver.change_log", "source"),
         "rejects": counts_by(spark, "silver.change_log_rejects", "source"),
     }
-
-
-def freshness_seconds(newest_event_ts: str, now: float) -> float:
-    """Seconds from a table's newest applied change (an ISO time with offset) to ``now``.
-
-    >>> freshness_seconds("2024-01-01T00:00:00+00:00", 1704067230.5)
-    30.5
-    """
-    return now - datetime.fromisoformat(newest_event_ts).timestamp()
 
 
 def format_summary(summary: RunSummary) -> str:

@@ -25,7 +25,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from pyspark_jobs.durations import human_seconds
+from pyspark_jobs.durations import freshness_seconds, human_seconds
 from pyspark_jobs.quality import charts
 
 LAYERS = ("bronze", "silver", "gold")
@@ -139,13 +139,13 @@ def _rows_by(checkpoint: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     return {str(r.get(index)): r for r in checkpoint.get("rows", [])}
 
 
-def freshness_seconds(run: dict[str, Any]) -> dict[str, float]:
+def table_freshness(run: dict[str, Any]) -> dict[str, float]:
     """Seconds from each gold table's newest applied change to the end of ``run``."""
     end = run.get("finished_at") or run.get("started_at") or 0.0
     out = {}
     for table, newest in run.get("layers", {}).get("gold", {}).get("freshness", {}).items():
         try:
-            out[table] = end - datetime.fromisoformat(newest).timestamp()
+            out[table] = freshness_seconds(newest, end)
         except (TypeError, ValueError):
             continue
     return out
@@ -164,7 +164,7 @@ def _charts(runs: list[dict[str, Any]]) -> str:
     drawn = [
         ("chart-run-time", charts.run_time_chart(oldest_first)),
         ("chart-sources", charts.source_trend_chart(oldest_first)),
-        ("chart-freshness", charts.freshness_chart(freshness_seconds(runs[0]))),
+        ("chart-freshness", charts.freshness_chart(table_freshness(runs[0]))),
     ]
     figures = "".join(
         f'<figure id="{name}">{svg}</figure>' for name, svg in drawn if svg is not None
@@ -362,7 +362,7 @@ def _gold_section(run: dict[str, Any]) -> str:
     if not gold and not rows_by:
         return '<p class="meta">Gold was not built in this run.</p>'
     gold = gold or {}
-    fresh = freshness_seconds(run)
+    fresh = table_freshness(run)
     tables = sorted(set(gold.get("rows", {})) | set(rows_by))
     header = (
         "<tr><th>table</th><th>rows</th><th>live rows</th><th>changes applied</th>"
