@@ -49,10 +49,12 @@ def project_conf(settings: Settings) -> dict[str, str]:
         "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
         # Derby writes derby.log into the working directory unless told otherwise. The
         # class-data-sharing archive of `make setup` cuts seconds off every JVM's start.
+        # The operator's own flags come last: added to these, not instead of them.
         "spark.driver.extraJavaOptions": " ".join(
             [
                 f"-Dderby.stream.error.file={settings.local_dir / 'derby.log'}",
                 *driver_java_options(),
+                *([settings.driver_java_options] if settings.driver_java_options else []),
             ]
         ),
         "spark.databricks.delta.schema.autoMerge.enabled": "false",

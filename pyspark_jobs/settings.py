@@ -156,6 +156,9 @@ class Settings:
     shuffle_partitions: int = 4
     # The driver JVM's heap (local mode: the whole of Spark's memory).
     driver_memory: str = "2g"
+    # More flags for the driver JVM, after the project's own (docs/operations.md): e.g.
+    # -XX:TieredStopAtLevel=1, cheaper for a short command on small data.
+    driver_java_options: str = ""
     # Spark settings from a spark-defaults file, then from --conf: they override the
     # project's own (see session.spark_conf), later ones win.
     extra_conf: tuple[tuple[str, str], ...] = ()
@@ -259,6 +262,7 @@ class Settings:
             config_path=Path(env.get("LAKEHOUSE_CONFIG", DEFAULT_CONFIG)).resolve(),
             shuffle_partitions=int(env.get("LAKEHOUSE_SHUFFLE_PARTITIONS", "4")),
             driver_memory=env.get("LAKEHOUSE_DRIVER_MEMORY", "2g"),
+            driver_java_options=env.get("LAKEHOUSE_DRIVER_JAVA_OPTIONS", "").strip(),
             extra_conf=tuple(extra),
             dbt_target=env.get("LAKEHOUSE_DBT_TARGET", "local"),
             local_root=Path(local_dir).resolve() if local_dir else None,

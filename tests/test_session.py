@@ -11,6 +11,7 @@ import yaml
 
 from pyspark_jobs.session import spark_conf
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
+from tests import conftest
 
 # Settings that only matter to the pipeline's own JVM (set at launch, or test tuning).
 PIPELINE_ONLY = {
@@ -118,3 +119,47 @@ def test_no_runtime_bloom_filter_is_injected_into_a_join(spark):
     finally:
         spark.conf.unset(threshold)
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
+def test_driver_java_options_from_the_environment_come_after_the_projects_own():
+    env = {
+        "LAKEHOUSE_ROOT": "/tmp/lake",
+        "LAKEHOUSE_DRIVER_JAVA_OPTIONS": " -XX:TieredStopAtLevel=1 ",
+    }
+    options = spark_conf(Settings.from_env(env))["spark.driver.extraJavaOptions"].split()
+    assert options[0] == "-Dderby.stream.error.file=/tmp/lake/derby.log"
+    assert options[-1] == "-XX:TieredStopAtLevel=1"
+    assert (
+        "TieredStopAtLevel"
+        not in spark_conf(Settings.from_env({}))["spark.driver.extraJavaOptions"]
+    )
+
+
+def jvm_arguments(spark) -> list[str]:
+    bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    return list(bean.getInputArguments())
+
+
+def test_commands_the_suite_starts_compile_with_c1_alone_and_its_own_session_keeps_c2(
+    spark, tmp_path: Path
+):
+    # tests/conftest.py: short JVMs on a few rows spend most of their CPU in C2.
+    assert conftest.SHORT_JVM_OPTIONS not in jvm_arguments(spark)
+    script = (
+        "from pyspark_jobs.session import get_spark\n"
+        "from pyspark_jobs.settings import Settings\n"
+        "bean = get_spark(Settings.from_env()).sparkContext._jvm.java.lang.management"
+        ".ManagementFactory.getRuntimeMXBean()\n"
+        "print('arguments:', ' '.join(bean.getInputArguments()))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "LAKEHOUSE_ROOT": str(tmp_path / "lake")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    arguments = out.stdout.splitlines()[-1].removeprefix("arguments: ").split()
+    assert os.environ[conftest.DRIVER_JAVA_OPTIONS] == conftest.SHORT_JVM_OPTIONS
+    assert conftest.SHORT_JVM_OPTIONS in arguments
