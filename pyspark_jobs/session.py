@@ -49,12 +49,10 @@ def project_conf(settings: Settings) -> dict[str, str]:
         "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
         # Derby writes derby.log into the working directory unless told otherwise. The
         # class-data-sharing archive of `make setup` cuts seconds off every JVM's start.
-        # The operator's own flags come last: added to these, not instead of them.
         "spark.driver.extraJavaOptions": " ".join(
             [
                 f"-Dderby.stream.error.file={settings.local_dir / 'derby.log'}",
                 *driver_java_options(),
-                *([settings.driver_java_options] if settings.driver_java_options else []),
             ]
         ),
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
@@ -82,6 +80,10 @@ def spark_conf(settings: Settings) -> dict[str, str]:
     if not any(key in outside for key in _JAR_SOURCES):
         conf["spark.jars"] = ",".join(local_jars())
     conf.update(outside)
+    if settings.driver_java_options:
+        # Added to the driver's flags, the project's or the outside settings' own.
+        options = conf.get("spark.driver.extraJavaOptions", "")
+        conf["spark.driver.extraJavaOptions"] = f"{options} {settings.driver_java_options}".strip()
     return conf
 
 

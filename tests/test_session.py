@@ -133,6 +133,9 @@ def test_driver_java_options_from_the_environment_come_after_the_projects_own():
         "TieredStopAtLevel"
         not in spark_conf(Settings.from_env({}))["spark.driver.extraJavaOptions"]
     )
+    # A cluster's settings name the driver's flags: the environment's are added to those.
+    marked = Settings.from_env(env).with_conf([("spark.driver.extraJavaOptions", "-Dmark=1")])
+    assert spark_conf(marked)["spark.driver.extraJavaOptions"] == "-Dmark=1 -XX:TieredStopAtLevel=1"
 
 
 def jvm_arguments(spark) -> list[str]:
