@@ -147,7 +147,7 @@ def test_commands_the_suite_starts_compile_with_c1_alone_and_its_own_session_kee
     spark, tmp_path: Path
 ):
     # tests/conftest.py: short JVMs on a few rows spend most of their CPU in C2.
-    assert conftest.SHORT_JVM_OPTIONS not in jvm_arguments(spark)
+    assert "-XX:TieredStopAtLevel=1" not in jvm_arguments(spark)
     script = (
         "from pyspark_jobs.session import get_spark\n"
         "from pyspark_jobs.settings import Settings\n"
@@ -165,4 +165,4 @@ def test_commands_the_suite_starts_compile_with_c1_alone_and_its_own_session_kee
     assert out.returncode == 0, out.stderr[-3000:]
     arguments = out.stdout.splitlines()[-1].removeprefix("arguments: ").split()
     assert os.environ[conftest.DRIVER_JAVA_OPTIONS] == conftest.SHORT_JVM_OPTIONS
-    assert conftest.SHORT_JVM_OPTIONS in arguments
+    assert set(conftest.SHORT_JVM_OPTIONS.split()) <= set(arguments)
