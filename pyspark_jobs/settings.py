@@ -156,7 +156,7 @@ class Settings:
     shuffle_partitions: int = 4
     # The driver JVM's heap (local mode: the whole of Spark's memory).
     driver_memory: str = "2g"
-    # More flags for the driver JVM, after the project's own (docs/operations.md): e.g.
+    # More flags for the driver JVM, added after the others (docs/operations.md): e.g.
     # -XX:TieredStopAtLevel=1, cheaper for a short command on small data.
     driver_java_options: str = ""
     # Spark settings from a spark-defaults file, then from --conf: they override the

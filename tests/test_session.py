@@ -72,6 +72,17 @@ def test_the_projects_python_udf_runs_from_any_working_directory(tmp_path: Path)
     assert out.stdout.splitlines()[-1] == "folded: True"
 
 
+def python_on_a_new_lake(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``script`` in a new Python process (and so a new driver JVM) on a lake of its own."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "LAKEHOUSE_ROOT": str(tmp_path / "lake")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def test_ending_a_jvm_that_died_already_returns_its_status(tmp_path: Path):
     """A command whose JVM was killed (or ran out of memory) still exits with its own
     code: ending the JVM afterwards must not raise."""
@@ -86,13 +97,7 @@ def test_ending_a_jvm_that_died_already_returns_its_status(tmp_path: Path):
         "proc.wait()\n"
         "print('status:', end_jvm(timeout=30))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script],
-        env={**os.environ, "LAKEHOUSE_ROOT": str(tmp_path / "lake")},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    out = python_on_a_new_lake(script, tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.splitlines()[-1] == "status: -9"
 
@@ -155,13 +160,7 @@ def test_commands_the_suite_starts_compile_with_c1_alone_and_its_own_session_kee
         ".ManagementFactory.getRuntimeMXBean()\n"
         "print('arguments:', ' '.join(bean.getInputArguments()))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script],
-        env={**os.environ, "LAKEHOUSE_ROOT": str(tmp_path / "lake")},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    out = python_on_a_new_lake(script, tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     arguments = out.stdout.splitlines()[-1].removeprefix("arguments: ").split()
     assert os.environ[conftest.DRIVER_JAVA_OPTIONS] == conftest.SHORT_JVM_OPTIONS
