@@ -32,6 +32,11 @@ The keyed view unions the staging models of the formats the config's sources use
 each model that reads it. That set is part of the build's fingerprint, so a config that
 starts using a new format rebuilds the views. An analyst's own ``dbt build`` keeps the
 project's default (every format): correct, only slower.
+
+On a shared metastore an analyst's ``dbt run`` may build the same silver tables at the
+same time. Delta lets one commit win and fails the other (``DELTA_CONCURRENT_APPEND``);
+no change lands twice. When the pipeline's build is the loser, it builds again (up to
+``COMMIT_RACE_ATTEMPTS`` times), so the analyst never stops the pipeline.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ from pyspark_jobs.bronze.tables import RAW_TABLE
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
-from pyspark_jobs.silver.dbt_runner import run_dbt
+from pyspark_jobs.silver.dbt_runner import DbtFailed, lost_a_commit_race, run_dbt
 from pyspark_jobs.silver.entity_registry import publish_entities
 from pyspark_jobs.small_inputs import interpreted_when_small
 from pyspark_jobs.storage import clear_killed_creation
@@ -65,6 +70,9 @@ _NOT_PIPELINE = ("models/marts",)
 # The pipeline's models (dbt_project.yml tags them), with their data tests.
 PIPELINE_SELECTOR = "tag:pipeline"
 _BUILD = ["build", "--exclude-resource-type", "unit_test"]
+# Builds of one step before it gives up on commit races: a retry finds the winner's
+# changes landed, so it loses again only if the other writer commits again meanwhile.
+COMMIT_RACE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -185,7 +193,7 @@ def build_silver(
         if in_process
         else nullcontext()
     ):
-        run_dbt(settings, args)
+        _run_dbt_winning_commit_races(settings, args, log)
     spark.createDataFrame(
         [(bronze, fingerprint, kind, _silver_versions(spark))],
         "bronze_version bigint, fingerprint string, kind string, silver_versions string",
@@ -197,3 +205,25 @@ def build_silver(
         "silver_versions",
     ).write.format("delta").mode("append").saveAsTable(BUILDS_TABLE)
     return SilverBuild(kind, bronze)
+
+
+def _run_dbt_winning_commit_races(
+    settings: Settings, args: Sequence[str], log: Callable[[str], None]
+) -> None:
+    """``run_dbt``, again when its only failures were commits that another writer of the
+    same silver table won (an analyst's ``dbt run`` through the same Thrift Server). The
+    incremental models land each change once whoever commits first (the watermark and the
+    anti join on ``change_id``), so the next attempt lands what the winner did not."""
+    for attempt in range(1, COMMIT_RACE_ATTEMPTS + 1):
+        try:
+            run_dbt(settings, args)
+            return
+        except DbtFailed as failed:
+            if attempt == COMMIT_RACE_ATTEMPTS or not lost_a_commit_race(failed):
+                raise
+            lost = ", ".join(line.split(" ", 1)[0] for line in failed.failures)
+            log(
+                f"silver: another writer committed to silver first ({lost}: Delta's "
+                f"concurrent-write conflict); building again, attempt {attempt + 1} of "
+                f"{COMMIT_RACE_ATTEMPTS}"
+            )

@@ -31,6 +31,28 @@ class DbtTestsFailed(DbtFailed):
     is wrong, not the project or the session."""
 
 
+# Delta's error classes for a commit that lost to a concurrent one (its Java exceptions
+# carry them in their messages, in-process and through a Thrift Server alike).
+_LOST_COMMIT_RACE = (
+    "DELTA_CONCURRENT_APPEND",
+    "DELTA_CONCURRENT_DELETE_READ",
+    "DELTA_CONCURRENT_DELETE_DELETE",
+    "DELTA_CONCURRENT_TRANSACTION",
+    "DELTA_CONCURRENT_WRITE",
+    "DELTA_METADATA_CHANGED",
+    "DELTA_PROTOCOL_CHANGED",
+)
+
+
+def lost_a_commit_race(failure: DbtFailed) -> bool:
+    """Whether every node of ``failure`` failed because another writer committed to its
+    table first (an analyst's dbt run beside the pipeline's build, on a shared
+    metastore): the build is right to run again, and nothing else went wrong."""
+    return bool(failure.failures) and all(
+        any(name in line for name in _LOST_COMMIT_RACE) for line in failure.failures
+    )
+
+
 @dataclass(frozen=True)
 class DbtResult:
     """What a dbt invocation did: node names with their status."""

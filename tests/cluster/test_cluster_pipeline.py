@@ -4,11 +4,15 @@ One run, as lean as it can be: `scripts/cluster.py start` (PostgreSQL metastore,
 standalone master with two workers, a Thrift Server), then `lakehouse run` on the samples
 with the cluster's settings and a `file://` lake root: the jobs are an application of the
 master with executors on both workers, silver is built by dbt through the Thrift Server.
-While that jobs application still holds the shared catalog, an analyst's `dbt run` and
-`dbt test` go through the same Thrift Server. Then everything stops (and nothing may be
-left running, whatever failed), and gold must equal a local run on a plain-path lake with
-the embedded Derby metastore, which compiles every plan where the cluster's gold ran its
-small tables interpreted.
+The jobs keep cycling (`run --every`) while an analyst's `dbt run` and `dbt test` go
+through the same Thrift Server, and then, once a new change has landed, while the
+analyst's `dbt run` of silver's models starts at the same moment as the cycle's own
+silver build: both insert into `silver.change_log` and Delta lets one commit win. The
+pipeline must go on (a build that lost builds again), the analyst's run either succeeds or
+fails naming the conflict, and no change may land twice (the analyst's `dbt test`). Then
+everything stops (and nothing may be left running, whatever failed), and gold must equal
+a local run on a plain-path lake with the embedded Derby metastore, which compiles every
+plan where the cluster's gold ran its small tables interpreted.
 """
 
 from __future__ import annotations
@@ -116,17 +120,43 @@ class Lines:
         raise AssertionError(f"none of {texts} in the output:\n{tail}")
 
 
-def dbt(args: list[str], env: dict[str, str]) -> str:
-    out = subprocess.run(
+def analyst_dbt(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """An analyst's dbt command through the Thrift Server, started."""
+    return subprocess.Popen(
         [str(BIN / "dbt"), *args, "--profiles-dir", ".", "--target", "thrift"],
         cwd=PROJECT_ROOT,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
-        timeout=900,
     )
-    assert out.returncode == 0, f"dbt {args} failed:\n{out.stdout[-4000:]}\n{out.stderr[-2000:]}"
-    return out.stdout
+
+
+def dbt(args: list[str], env: dict[str, str]) -> str:
+    process = analyst_dbt(args, env)
+    out, _ = process.communicate(timeout=900)
+    assert process.returncode == 0, f"dbt {args} failed:\n{out[-6000:]}"
+    return out
+
+
+def land_new_user(landing: Path) -> None:
+    """A change the samples do not have, written aside and renamed, as a producer should."""
+    record = {
+        "topic": "shop.public.users",
+        "partition": 0,
+        "offset": 100,
+        "timestamp": 1700000009005,
+        "key": {"USER_ID": 500},
+        "value": {
+            "op": "c",
+            "before": None,
+            "after": {"USER_ID": 500, "TAX_CODE": "tc-500", "NAME": "Neo", "COINS": 1},
+            "source": {"ts_ms": 1700000009000, "db": "shop", "table": "users", "lsn": 9000},
+        },
+    }
+    aside = landing.parent / ".late.jsonl"
+    aside.write_text(json.dumps(record) + "\n")
+    os.replace(aside, landing / "late.jsonl")
 
 
 class Phases:
@@ -159,10 +189,11 @@ def test_the_pipeline_on_the_cluster_matches_the_local_run(
 
     with loopback_cluster(run_dir, lake_root) as env:
         phases.done("cluster started")
-        # `--every` keeps the jobs application (and its metastore connection) alive after
-        # its first cycle, while the master is looked at and the analyst works.
+        # `--every` keeps the jobs application (and its metastore connection) alive and
+        # cycling after its first cycle, while the master is looked at and the analyst
+        # works.
         jobs = subprocess.Popen(
-            [str(BIN / "lakehouse"), "--config", str(config.path), "run", "--every", "3600"],
+            [str(BIN / "lakehouse"), "--config", str(config.path), "run", "--every", "20"],
             cwd=PROJECT_ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -194,9 +225,42 @@ def test_the_pipeline_on_the_cluster_matches_the_local_run(
                 assert jobs_app in {e["appid"] for e in worker["executors"]}, worker
 
             # An analyst on the same catalog, while the jobs application holds it too.
-            assert "Completed successfully" in dbt(["run"], env)
+            dbt(["run"], env)
             phases.done("analyst dbt run")
-            assert "Completed successfully" in dbt(["test"], env)
+
+            # A new change, and the analyst's build of silver started with the next
+            # cycle's: both insert the change into silver.change_log.
+            landing = config.source("shop_debezium").landing
+            assert landing is not None
+            land_new_user(landing)
+            # Cycle 1 read the samples; a batch of this source now is the new file's.
+            output.wait_for("bronze shop_debezium: batch", timeout=600)
+            cycle = next(
+                line.split(":")[0]  # "cycle N"
+                for line in reversed(output.seen)
+                if line.startswith("cycle ") and line.endswith(": started")
+            )
+            output.wait_for("silver: building", timeout=600)
+            analyst = analyst_dbt(["run", "--select", "silver"], env)
+            ended = output.wait_for(f"{cycle}: succeeded", f"{cycle}: stopped", timeout=900)
+            analyst_out, _ = analyst.communicate(timeout=900)
+            assert "succeeded" in ended, "\n".join(output.seen[-60:])
+            pipeline_lost = [line for line in output.seen if "another writer committed" in line]
+            analyst_won = analyst.returncode == 0
+            if not analyst_won:
+                # The analyst's run lost the race: dbt names Delta's conflict, and the
+                # analyst's path is to run again.
+                assert "DELTA_CONCURRENT" in analyst_out, analyst_out[-6000:]
+                dbt(["run", "--select", "silver"], env)
+            print(
+                f"cluster test: {cycle}: the analyst's silver run "
+                f"{'succeeded' if analyst_won else 'lost'}; "
+                f"the pipeline's build lost {len(pipeline_lost)} time(s)",
+                flush=True,
+            )
+            phases.done("analyst's silver run beside the pipeline's")
+            # Each change landed once (unique_change_log_change_id), whoever won.
+            dbt(["test"], env)
             phases.done("analyst dbt test")
         finally:
             jobs.send_signal(signal.SIGTERM)  # ends --every after the cycle in flight
@@ -223,4 +287,6 @@ def test_the_pipeline_on_the_cluster_matches_the_local_run(
         on_cluster = gold_rows(spark, table, f"{warehouse}/{schema}.db/{name}")
         assert on_cluster == gold_rows(spark, table), table
     assert sum(len(gold_rows(spark, t)) for t in gold_table_names(config)) > 0
+    # The change landed during the cycles reached both.
+    assert spark.table("gold.users").where("USER_ID = 500").count() == 1
     phases.done("local run and comparison")

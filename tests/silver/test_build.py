@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import load_config
@@ -82,3 +85,79 @@ def test_the_keyed_view_unions_only_the_configured_formats_and_a_new_format_rebu
     assert _unioned_formats(spark) == ["cassandra", "debezium"]
     logged = {r["format"] for r in spark.table("silver.change_log").select("format").collect()}
     assert logged == {"cassandra", "debezium"}
+
+
+# dbt-spark's append, after dbt's query comment: `insert into table <target> select ...`.
+_INSERT_INTO_CHANGE_LOG = re.compile(r"insert\s+into\s+table\s+`?silver`?\.`?change_log`?\s", re.I)
+
+
+def test_a_build_that_loses_a_commit_race_builds_again_and_lands_each_change_once(
+    spark: SparkSession, empty_lake: Settings, tmp_path: Path, monkeypatch
+):
+    """An analyst's dbt run through a shared Thrift Server may insert into the change log
+    while the pipeline's build does: Delta fails the later commit. Here the other writer
+    runs the build's own insert in a second thread and the build's insert starts while
+    that one's Spark job runs, so the other commits first: the build must build again,
+    not fail the run, and each change must land once."""
+    landing = tmp_path / "landing"
+    copy_sample("debezium", landing)
+    config = load_config(write_config(tmp_path / "sources.yml", {"shop_debezium": landing}))
+    logged: list[str] = []
+    ingest(spark, empty_lake, config, log=lambda _: None)
+    build_silver(spark, empty_lake, config, log=lambda _: None)
+
+    original_sql = SparkSession.sql
+    other_writer: list[BaseException | None] = []
+
+    def sql_with_another_writer(session, query, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if not other_writer and _INSERT_INTO_CHANGE_LOG.search(query):
+            tracker = session.sparkContext.statusTracker()
+
+            def write() -> None:
+                try:
+                    original_sql(session, query)
+                    other_writer.append(None)
+                except Exception as lost:  # noqa: BLE001 - the other writer may lose instead
+                    other_writer.append(lost)
+
+            thread = threading.Thread(target=write)
+            thread.start()
+            deadline = time.monotonic() + 60
+            while not tracker.getActiveJobsIds() and thread.is_alive():
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+            try:
+                return original_sql(session, query, *args, **kwargs)
+            finally:
+                thread.join()
+        return original_sql(session, query, *args, **kwargs)
+
+    rounds = 0
+    # The other writer's job may rarely end before the build's insert starts (then no
+    # race happens): each round lands one more change, until a build has lost once.
+    while not any("another writer committed to silver first" in line for line in logged):
+        rounds += 1
+        assert rounds <= 4, f"no commit race in {rounds - 1} rounds: {other_writer}"
+        other_writer.clear()
+        user = 990 + rounds
+        event = {**EVENT, "after": {**EVENT["after"], "USER_ID": user}}
+        write_lines(
+            landing / f"more-{rounds}.jsonl",
+            [record("shop.public.users", 900 + rounds, {"USER_ID": user}, event)],
+        )
+        ingest(spark, empty_lake, config, log=lambda _: None)
+        with monkeypatch.context() as patch:
+            patch.setattr(SparkSession, "sql", sql_with_another_writer)
+            build = build_silver(spark, empty_lake, config, log=logged.append)
+        assert build.kind == "incremental"
+        assert other_writer, "the other writer never ran"
+
+    print(f"the build lost a commit race in round {rounds}")
+    assert other_writer == [None], "the other writer committed first"
+    assert any(line.endswith("attempt 2 of 3") for line in logged), logged
+    changes = spark.table("silver.change_log")
+    assert changes.count() == changes.select("change_id").distinct().count()
+    landed = changes.where(F.col("record_key").like('{"USER_ID":"99%"}')).select("record_key")
+    assert sorted(r[0] for r in landed.collect()) == [
+        f'{{"USER_ID":"{990 + n}"}}' for n in range(1, rounds + 1)
+    ]
