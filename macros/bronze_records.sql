@@ -5,6 +5,11 @@
     `bronze_commit_version` is the Delta commit that landed the row (row tracking), the
     watermark silver's incremental models read from. `inexact_number` is the first number
     in the value or the key that silver cannot keep exactly (inexact_json_number).
+    `field_twice_within` is 'value' or 'key' when that JSON object names a field twice in
+    some object at any depth (Spark's variant parser refuses duplicate names; its JSON
+    functions would read the first): int_change_log__keyed rejects the change, after its
+    own checks, which name a twice-named field of the key or the row image. A text over
+    16 MiB is not looked at (the variant parser has a size limit).
 
     Arguments:
       format: the `format` value of the sources to read, e.g. 'debezium'.
@@ -21,9 +26,22 @@
         value,
         coalesce({{ inexact_json_number('value') }}, {{ inexact_json_number('key') }})
             as inexact_number,
+        case
+            when {{ _names_a_field_twice('value') }} then 'value'
+            when {{ _names_a_field_twice('key') }} then 'key'
+        end as field_twice_within,
         ingested_at,
         batch_id,
         _metadata.row_commit_version as bronze_commit_version
     from {{ source('bronze', 'cdc_raw') }}
     where format = '{{ format }}'
+{%- endmacro %}
+
+
+{% macro _names_a_field_twice(json) -%}
+    (
+        octet_length({{ json }}) <= 16777216
+        and json_object_keys({{ json }}) is not null
+        and try_parse_json({{ json }}) is null
+    )
 {%- endmacro %}

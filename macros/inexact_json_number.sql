@@ -70,17 +70,23 @@
 
 
 {#
-    inexact_number_problem()
+    inexact_number_problem(number)
 
     A staging model's reject reason for a change whose record holds a number silver cannot
-    keep exactly (the `inexact_number` column of bronze_records), null otherwise; staging
-    models fall back to it after their own format checks.
+    keep exactly, null otherwise; staging models fall back to it after their own format
+    checks.
+
+    Arguments:
+      number: the number found, by default the `inexact_number` column of bronze_records
+        (the record's value and key as they arrived). A model that decodes text inside
+        them (a base64 payload, a JSON string holding JSON) passes its own check of that
+        text first, e.g. 'coalesce(inexact_number, decoded_inexact_number)'.
 #}
-{% macro inexact_number_problem() -%}
+{% macro inexact_number_problem(number='inexact_number') -%}
     case
-        when inexact_number is not null then concat(
-            'number ', inexact_number, ' cannot be kept exactly: Spark reads it as ',
-            coalesce(get_json_object(concat('[', inexact_number, ']'), '$[0]'), 'nothing')
+        when {{ number }} is not null then concat(
+            'number ', {{ number }}, ' cannot be kept exactly: Spark reads it as ',
+            coalesce(get_json_object(concat('[', {{ number }}, ']'), '$[0]'), 'nothing')
         )
     end
 {%- endmacro %}

@@ -198,6 +198,20 @@ def hostile_items() -> list[Item]:
         dup_after.replace(b'"NAME":"dup"', b'"NAME":"first","NAME":"second"'),
         Rejected("field named twice in the row image: NAME"),
     )
+    # Deeper than the key's and the row image's own fields: a JSON column, the envelope.
+    add(
+        "duplicate field in a nested JSON value",
+        handle_line(next(offset), "nested-twice", {"lang": "en"}).replace(
+            b'"lang":"en"', b'"lang":"en","lang":"fr"'
+        ),
+        Rejected("field named twice inside the value"),
+    )
+    dup_source = user_line(next(offset), {"USER_ID": 9013, "NAME": "dupsource", "COINS": 1})
+    add(
+        "duplicate field in the Debezium source block",
+        dup_source.replace(b'"db":"shop"', b'"db":"shop","db":"other"'),
+        Rejected("field named twice inside the value"),
+    )
     dup_key = user_line(next(offset), {"USER_ID": 9011, "NAME": "dupkey", "COINS": 1})
     add(
         "duplicate field in the Kafka key",

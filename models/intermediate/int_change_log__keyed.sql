@@ -2,7 +2,7 @@
     Every staged change with its declared entity: the canonical record key built from the
     entity's declared key columns, the change id, and the reason a change cannot enter the
     log (format problems from staging, an undeclared entity, a field named twice in the
-    key or the row image, missing key columns, a one-string key that does not split into
+    key or the row image (or deeper in the record's value or key), missing key columns, a one-string key that does not split into
     the key columns, a key value that is a JSON object or array, or does not cast to its
     column's declared type). A truncate names no key: its record_key is '{}'.
 #}
@@ -204,6 +204,9 @@ final as (
                     array_join(filter(key_columns, (k, i) -> key_parts[i] is null), ', ')
                 )
             when key_value_problem is not null then key_value_problem
+            {# Deeper than the checks above name: a nested object, a cell, the envelope. #}
+            when field_twice_within is not null
+                then concat('field named twice inside the ', field_twice_within)
         end as reject_reason,
         named_struct(
             'topic', topic,

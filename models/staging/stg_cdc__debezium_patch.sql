@@ -48,7 +48,9 @@ ops as (
         get_json_object(patch.op_doc, '$.op') as patch_op,
         get_json_object(patch.op_doc, '$.path') as patch_path,
         get_json_object(patch.op_doc, '$.value') as patch_value,
-        get_json_object(patch.op_doc, '$.path') in ('', '/') as on_root
+        get_json_object(patch.op_doc, '$.path') in ('', '/') as on_root,
+        {# An op written as a JSON string is JSON read a second time: check its numbers. #}
+        {{ inexact_json_number('patch.op_doc') }} as op_inexact_number
     from fields
         lateral view outer posexplode(ops) patch as op_index, op_doc
 ),
@@ -84,7 +86,13 @@ whole_patch as (
             partition by source, topic, `partition`, `offset`
             order by op_index
             rows between unbounded preceding and unbounded following
-        ) as patch_problem
+        ) as patch_problem,
+        {# A patch applies whole or not at all, so one op's number rejects every op. #}
+        first_value(op_inexact_number, true) over (
+            partition by source, topic, `partition`, `offset`
+            order by op_index
+            rows between unbounded preceding and unbounded following
+        ) as patch_inexact_number
     from checked
 ),
 
@@ -123,7 +131,10 @@ final as (
             else concat_ws(':', {{ kafka_position() }}, cast(op_index as string))
         end as position,
         value is null as is_noop,
-        coalesce(patch_problem, {{ inexact_number_problem() }}) as problem,
+        coalesce(
+            patch_problem,
+            {{ inexact_number_problem('coalesce(inexact_number, patch_inexact_number)') }}
+        ) as problem,
         {{ bronze_lineage_columns() }}
     from whole_patch
 )

@@ -62,6 +62,19 @@ images as (
     from decoded
 ),
 
+checked_numbers as (
+    select
+        *,
+        {# The record's own check never saw inside base64: the decoded JSON it uses. #}
+        {{ inexact_json_number(
+            "concat_ws(' ', "
+            ~ "case when key_object = key_decoded then key_object end, "
+            ~ "case when before_image = before_decoded then before_image end, "
+            ~ "case when after_image = after_decoded then after_image end)"
+        ) }} as decoded_inexact_number
+    from images
+),
+
 final as (
     select
         source,
@@ -97,10 +110,10 @@ final as (
                 when cdc_op != 'delete' and after_image is null
                     then 'upsert without an after image (payload.after is not an object)'
             end,
-            {{ inexact_number_problem() }}
+            {{ inexact_number_problem('coalesce(inexact_number, decoded_inexact_number)') }}
         ) as problem,
         {{ bronze_lineage_columns() }}
-    from images
+    from checked_numbers
 )
 
 select * from final

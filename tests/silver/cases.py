@@ -116,6 +116,22 @@ def opencdc() -> list[dict]:
                 "payload": {"before": None, "after": {"id": "seven", "name": "x"}},
             },
         ),
+        # a number Spark's parser would change, inside a base64 payload
+        record(
+            t,
+            103,
+            b64("9"),
+            {
+                "position": b64("wal:0/16B3B00"),
+                "operation": "create",
+                "metadata": meta,
+                "key": b64("9"),
+                "payload": {
+                    "before": None,
+                    "after": b64('{"id":9,"price":12.345678901234567890123}'),
+                },
+            },
+        ),
     ]
 
 
@@ -256,6 +272,8 @@ def debezium_patch() -> list[dict]:
         # the entity id is a JSON string or number, not a list
         patch(106, [E1, E2], 12, [{"op": "add", "path": "age", "value": 1}]),
         patch(107, True, 13, [{"op": "add", "path": "age", "value": 1}]),
+        # an op written as a JSON string holding the op, with a number Spark would change
+        patch(108, E3, 14, ['{"op":"add","path":"score","value":1e400}']),  # type: ignore[list-item]
     ]
 
 
@@ -348,6 +366,16 @@ def cassandra() -> list[dict]:
                 "after": {"first_name": cell("Xavier")},
                 "source": {**source, "pos": 30, "ts_ms": 1562203000000300},
             },
+        ),
+        # a cell naming its value twice (JSON text: a dict cannot hold it); Spark's JSON
+        # functions would read the first
+        record(
+            t,
+            3,
+            key,
+            '{"op":"u","after":{"first_name":{"value":"Ann","value":"Bo","deletion_ts":null,'
+            '"set":true}},"source":{"keyspace":"inventory","table":"customers",'
+            '"file":"commitlog-7-2.log","pos":40,"ts_ms":1562203000000400}}',
         ),
     ]
 

@@ -656,6 +656,13 @@ def test_every_reject_reason_lands_in_the_rejects_table(spark, lake):
                 'key column id is not a bigint: "x-2002"',
             ),
             (
+                "cassandra",
+                "events.inventory.customers",
+                3,
+                "inventory.customers",
+                "field named twice inside the value",
+            ),
+            (
                 "debezium",
                 "shop.public.users",
                 100,
@@ -716,6 +723,13 @@ def test_every_reject_reason_lands_in_the_rejects_table(spark, lake):
                 "key column entity is a JSON boolean, not a string or number: true",
             ),
             (
+                "debezium_patch",
+                "my-db.entity-patches",
+                108,
+                "Contacts",
+                'number 1e400 cannot be kept exactly: Spark reads it as "Infinity"',
+            ),
+            (
                 "goldengate",
                 "erp.ORDER_LINES",
                 101,
@@ -747,6 +761,14 @@ def test_every_reject_reason_lands_in_the_rejects_table(spark, lake):
                 'key column ORDER_ID is not a bigint: "1010.5"',
             ),
             ("opencdc", "conduit.inventory.products", 100, "products", "no op field"),
+            (
+                "opencdc",
+                "conduit.inventory.products",
+                103,
+                "products",
+                "number 12.345678901234567890123 cannot be kept exactly: "
+                "Spark reads it as 12.345678901234567",
+            ),
             (
                 "opencdc",
                 "conduit.inventory.products",
@@ -831,11 +853,11 @@ def test_the_silver_gate_accounts_for_every_bronze_record(spark, lake):
         "shop_debezium": (7, 0, 3, 1, 2, 0),
         "crm_db2": (5, 0, 4, 0, 0, 0),
         "erp_goldengate": (8, 0, 6, 0, 0, 0),
-        "inventory_opencdc": (6, 0, 2, 0, 0, 0),
+        "inventory_opencdc": (6, 0, 3, 0, 0, 0),
         "social_tigergraph": (14, 0, 6, 0, 0, 0),
-        "contacts_entity_patches": (8, 0, 5, 0, 0, 0),
+        "contacts_entity_patches": (8, 0, 6, 0, 0, 0),
         "fastdata_pr_update": (8, 0, 3, 0, 0, 0),
-        "inventory_cassandra": (1, 0, 2, 0, 0, 0),
+        "inventory_cassandra": (1, 0, 3, 0, 0, 0),
     }
 
 
