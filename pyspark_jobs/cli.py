@@ -126,14 +126,13 @@ def cmd_silver(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def cmd_gold(ctx: Context, args: argparse.Namespace) -> int:
-    from pyspark_jobs.gold.apply import apply_gold
-    from pyspark_jobs.gold.rebuild import rebuild_table
+    from pyspark_jobs.gold.rebuild import apply_gold_finishing_rebuilds, rebuild_table
 
     _started(ctx, "gold: building")
     if args.rebuild:
         rebuild_table(ctx.spark, ctx.config, args.rebuild, log=_log)
     else:
-        apply_gold(ctx.spark, ctx.config, log=_log)
+        apply_gold_finishing_rebuilds(ctx.spark, ctx.config, log=_log)
     return 0
 
 
@@ -313,7 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TABLE",
         help="empty one gold table (its history and tombstones too) and fold it again from "
         "the whole change log, e.g. after fixing a declared type; other tables are brought "
-        "up to date first",
+        "up to date first; a key whose state is still rejected keeps its row, and a rebuild "
+        "cut short is finished by the next gold step",
     )
     gold.set_defaults(handler=cmd_gold)
 

@@ -18,6 +18,10 @@ raises the property first (never lowers it):
   yet to read is kept, and gold keeps the slack it normally has to catch up before Delta
   refuses to read that far back.
 
+- a gold table whose rebuild was cut short (``lakehouse.gold_rebuilds``): the rebuild is
+  finished from the table's version before it (``gold/rebuild.py``), which must stay
+  readable until then, in the same way.
+
 Gold's own tombstones (``lakehouse.gold_tombstones``, ``gold.tombstone_retention_days``)
 are rows of the current table, never old versions: no VACUUM removes them. Bronze's
 streaming checkpoints live outside the tables (``<lake>/checkpoints``) and its
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,6 +47,7 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE
+from pyspark_jobs.gold.rebuild import REBUILDS_TABLE, unfinished_rebuilds
 from pyspark_jobs.gold.staging import PENDING_TABLE
 from pyspark_jobs.gold.tables import PROGRESS_TABLE, REJECTS_TABLE, TOMBSTONES_TABLE
 from pyspark_jobs.session import temporary_conf
@@ -56,7 +61,7 @@ THREADS = 4
 STATE_TABLES = {
     "bronze": (),
     "silver": (ENTITIES_TABLE, BUILDS_TABLE),
-    "gold": (PROGRESS_TABLE, TOMBSTONES_TABLE, REJECTS_TABLE, PENDING_TABLE),
+    "gold": (PROGRESS_TABLE, TOMBSTONES_TABLE, REJECTS_TABLE, PENDING_TABLE, REBUILDS_TABLE),
 }
 # Delta's default delta.deletedFileRetentionDuration (interval 1 week).
 DEFAULT_RETENTION_HOURS = 168.0
@@ -243,30 +248,37 @@ def change_log_needs(spark: SparkSession, config: LakehouseConfig) -> int | None
 
 
 def table_retention(
-    spark: SparkSession, table: str, properties: dict[str, str] | None, gold_version: int | None
+    spark: SparkSession,
+    table: str,
+    properties: dict[str, str] | None,
+    gold_version: int | None,
+    rebuilds: Mapping[str, int] | None = None,
 ) -> Retention:
     """The deleted-file retention ``table`` needs (see the module's docstring);
-    ``gold_version``: the oldest change-log version gold still reads (``change_log_needs``).
+    ``gold_version``: the oldest change-log version gold still reads (``change_log_needs``);
+    ``rebuilds``: gold table -> the version an unfinished rebuild reads
+    (``gold.rebuild.unfinished_rebuilds``, by qualified name).
     """
     configured = _configured_hours(properties)
     floor = Retention(
         retention_for(configured, None), "the table's deleted-file retention", configured
     )
-    if table != CHANGE_LOG_TABLE or gold_version is None:
+    if table == CHANGE_LOG_TABLE and gold_version is not None:
+        version = gold_version
+        reads, raised_because = (
+            f"gold reads from version {version} on",
+            f"gold reads the change feed from version {version} on",
+        )
+    elif rebuilds and table in rebuilds:
+        version = rebuilds[table]
+        reads = raised_because = f"an unfinished rebuild reads version {version}"
+    else:
         return floor
-    age = _version_age_hours(spark, table, gold_version)
+    age = _version_age_hours(spark, table, version)
     hours = retention_for(configured, age)
     if hours == floor.hours:
-        return Retention(
-            hours,
-            f"the table's deleted-file retention; gold reads from version {gold_version} on",
-            configured,
-        )
-    return Retention(
-        hours,
-        f"gold reads the change feed from version {gold_version} on, {age:.1f} h old",
-        configured,
-    )
+        return Retention(hours, f"the table's deleted-file retention; {reads}", configured)
+    return Retention(hours, f"{raised_because}, {age:.1f} h old", configured)
 
 
 def _raise_retention(spark: SparkSession, table: str, hours: int) -> None:
@@ -311,16 +323,17 @@ def maintain_table(
     table: str,
     dry_run: bool = False,
     gold_version: int | None = None,
+    rebuilds: Mapping[str, int] | None = None,
 ) -> TableMaintenance | None:
     """OPTIMIZE, raise the deleted-file retention where a reader needs it, VACUUM
     (``dry_run``: none of these; count what VACUUM would remove). None for a table that is
-    not a Delta table. ``gold_version``: see ``table_retention``."""
+    not a Delta table. ``gold_version``, ``rebuilds``: see ``table_retention``."""
     detail = _detail(spark, table)
     if detail["format"] != "delta":
         return None
     files = int(detail["numFiles"] or 0)
     compacted, written = (0, 0) if dry_run else _optimize(spark, table)
-    retention = table_retention(spark, table, detail["properties"], gold_version)
+    retention = table_retention(spark, table, detail["properties"], gold_version, rebuilds)
     if retention.raised and not dry_run:
         _raise_retention(spark, table, retention.hours)
     removed, removed_bytes = _vacuum(spark, table, dry_run)
@@ -379,10 +392,12 @@ def _maintain(
     gold_version = (
         change_log_needs(spark, config) if any(t == CHANGE_LOG_TABLE for _, t in chosen) else None
     )
+    rebuilds = {f"gold.{t}": v for t, v in unfinished_rebuilds(spark).items()}
     done = []
     with ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="maintain") as pool:
         results = pool.map(
-            lambda lt: maintain_table(spark, lt[0], lt[1], dry_run, gold_version), chosen
+            lambda lt: maintain_table(spark, lt[0], lt[1], dry_run, gold_version, rebuilds),
+            chosen,
         )
         for result in results:
             if result is not None:

@@ -22,7 +22,8 @@ from pyspark.sql import SparkSession
 
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.gold.apply import TableApply, apply_gold
+from pyspark_jobs.gold.apply import TableApply
+from pyspark_jobs.gold.rebuild import apply_gold_finishing_rebuilds
 from pyspark_jobs.maintain import maintain
 from pyspark_jobs.quality.gate_reuse import gate_in_run
 from pyspark_jobs.quality.gates import GateResult
@@ -71,7 +72,7 @@ def _build_layers(
         return silver_totals(spark)
 
     def gold() -> dict[str, Any]:
-        return gold_totals(apply_gold(spark, config, log=log))
+        return gold_totals(apply_gold_finishing_rebuilds(spark, config, log=log))
 
     return [("bronze", bronze), ("silver", silver), ("gold", gold)]
 

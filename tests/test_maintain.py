@@ -23,6 +23,7 @@ from pyspark_jobs.config import load_config
 from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.gold.apply import apply_gold
 from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE
+from pyspark_jobs.gold.rebuild import ensure_rebuilds_table, record_rebuild
 from pyspark_jobs.maintain import (
     LAYERS,
     TableMaintenance,
@@ -293,3 +294,32 @@ def test_run_every_maintains_between_cycles(monkeypatch: pytest.MonkeyPatch):
     assert code == 0
     # After cycles 3 (30 s) and 6 (60 s); none after the last, stopped, cycle.
     assert events == ["cycle"] * 3 + ["maintain"] + ["cycle"] * 3 + ["maintain", "cycle"]
+
+
+def test_an_unfinished_rebuild_keeps_the_version_it_reads(
+    spark: SparkSession, empty_lake: Settings, sample_config
+):
+    """A rebuild cut short is finished from the gold table's version before it: maintain
+    raises that table's retention as for the change log, and only while it is unfinished."""
+    spark.sql("create database if not exists gold")
+    spark.sql("create table gold.m_rebuilt (id bigint) using delta")
+    spark.sql("insert into gold.m_rebuilt values (1)")
+    spark.sql(
+        "alter table gold.m_rebuilt set tblproperties "
+        "('delta.deletedFileRetentionDuration' = 'interval 0 hours')"
+    )
+    ensure_rebuilds_table(spark)
+
+    def gold_line() -> str:
+        lines: list[str] = []
+        maintain(spark, sample_config, ["gold"], dry_run=True, log=lines.append)
+        return next(line for line in lines if line.startswith("maintain gold.m_rebuilt (dry run):"))
+
+    record_rebuild(spark, "m_rebuilt", 1, finished=False)
+    # Minutes old: 1 hour for its age, 1 of slack (the configured 0 h is below the margin).
+    assert (
+        "(retain 2 h, would raise from 0 h: an unfinished rebuild reads version 1, 0.0 h old)"
+        in gold_line()
+    )
+    record_rebuild(spark, "m_rebuilt", 1, finished=True)
+    assert "(retain 0 h: the table's deleted-file retention)" in gold_line()

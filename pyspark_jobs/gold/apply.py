@@ -118,7 +118,7 @@ class FamilyFold:
     history_keys: DataFrame | None = None
 
 
-def _checked(frame: DataFrame, specs: DataFrame, types: tuple[str, ...]) -> DataFrame:
+def with_reject_reason(frame: DataFrame, specs: DataFrame, types: tuple[str, ...]) -> DataFrame:
     """``frame`` (net-state columns) with the reason it may not be merged, or null."""
     joined = frame.join(
         F.broadcast(specs.select("table_name", "key_columns", "value_columns", "types")),
@@ -142,7 +142,7 @@ def fold_family(
     """
     family = FAMILIES[family_name]
     inputs = gather(spark, family, tables, new, up_to, truncated, related)
-    states = _checked(family.fold(inputs), inputs.specs, inputs.types)
+    states = with_reject_reason(family.fold(inputs), inputs.specs, inputs.types)
     history_tables = [t.table for t in tables if t.entity.history]
     if not history_tables or inputs.histories is None:
         return FamilyFold(states)
@@ -158,7 +158,9 @@ def fold_family(
         F.col("valid_to").alias("_valid_to"),
         F.col("is_current").alias("_is_current"),
     )
-    return FamilyFold(states, _checked(kept, inputs.specs, inputs.types), own.select(*KEY))
+    return FamilyFold(
+        states, with_reject_reason(kept, inputs.specs, inputs.types), own.select(*KEY)
+    )
 
 
 def _touched(

@@ -18,17 +18,30 @@ IMAGES_SCHEMA = (
 )
 
 
-def table_images(spark: SparkSession, table: GoldTable) -> DataFrame:
+def table_images(spark: SparkSession, table: GoldTable, version: int | None = None) -> DataFrame:
     """One gold table's live rows as ``table_name``, ``_record_key``, ``_seq``, ``_image``,
-    ``_cell_ts`` and the metadata of the change they reflect."""
+    ``_cell_ts`` and the metadata of the change they reflect; as of Delta ``version`` of
+    the table when given (its layout then)."""
     entity = table.entity
-    rows = spark.table(table.name)
+    # table.name is a validated identifier (config), version an int.
+    rows = (
+        spark.table(table.name)
+        if version is None
+        else spark.sql(f"select * from {table.name} version as of {int(version)}")
+    )
+    present = set(rows.columns)
     if entity.soft_delete:
         rows = rows.where(~F.coalesce(F.col("_deleted"), F.lit(False)))
     # Typed arrays, so a table without value columns still has a map<string, string>.
     image = F.map_from_arrays(
         F.array(*[F.lit(c) for c in entity.value_columns]).cast("array<string>"),
-        F.array(*[F.col(c).cast("string") for c in entity.value_columns]).cast("array<string>"),
+        F.array(
+            *[
+                # An older version may not have a column declared since.
+                (F.col(c) if c in present else F.lit(None)).cast("string")
+                for c in entity.value_columns
+            ]
+        ).cast("array<string>"),
     )
     return rows.select(
         F.lit(table.table).alias("table_name"),

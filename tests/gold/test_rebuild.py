@@ -1,16 +1,25 @@
 """`lakehouse gold --rebuild TABLE`: one table rebuilt from the change log ends identical to
 its incremental result, for every fold family; after a declared type is fixed, a rebuild
-merges the states that were rejected before."""
+merges the states that were rejected before; a key whose state is still rejected keeps
+its last good state, and a rebuild cut short is finished from the table before it."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import Entity, Source
+from pyspark_jobs.faults import FAULT_ENV, FAULT_MODE_ENV, InjectedFault
 from pyspark_jobs.gold.apply import apply_gold
-from pyspark_jobs.gold.rebuild import rebuild_table
+from pyspark_jobs.gold.rebuild import (
+    apply_gold_finishing_rebuilds,
+    rebuild_table,
+    unfinished_rebuilds,
+)
+from pyspark_jobs.settings import Settings
+from tests.conftest import reset_lake
 from tests.gold.changelog import append, change, config, create_change_log
 
 EDGE_KEY = ("from_type", "from_uid", "to_type", "to_uid", "discriminator")
@@ -123,3 +132,96 @@ def test_rebuild_equals_incremental_and_repairs_after_a_type_fix(spark: SparkSes
     assert sorted(
         tuple(r) for r in spark.table("gold.r_users").select("id", "name", "n").collect()
     ) == [(1, "ann2", 1.0), (3, "cy", 1.5)]
+
+
+# Drift: a column that no longer casts to its declared type. The incremental runs keep
+# each such key's last good state; a rebuild must end the same.
+DRIFT_USERS = Entity(
+    "shop.users", "d_users", ("id",), {"id": "bigint", "name": "string", "n": "bigint"}
+)
+DRIFT_CUST = Entity("ks.cust", "d_cust", ("id",), {"id": "bigint", "a": "string", "n": "bigint"})
+DRIFT_SHOP = Source("d_shop", "debezium", (DRIFT_USERS,), landing=None)
+DRIFT_CASS = Source("d_cass", "cassandra", (DRIFT_CUST,), landing=None)
+DRIFT = config(DRIFT_SHOP, DRIFT_CASS)
+DRIFT_TABLES = ["d_users", "d_cust"]
+
+
+def drift_user(i: int, seq: int, name: str, n: str) -> tuple:
+    return change(
+        DRIFT_SHOP, DRIFT_USERS, {"id": i}, "upsert", [seq], row={"id": i, "name": name, "n": n}
+    )
+
+
+def drift_cells(i: int, ts: int, **values: str) -> tuple:
+    changes = {c: ("set", v, ts) for c, v in values.items()}
+    return change(DRIFT_CASS, DRIFT_CUST, {"id": i}, "patch", [ts, 0, 0], changes=changes)
+
+
+DRIFT_BATCHES = [
+    [
+        drift_user(1, 100, "ann", "1"),
+        drift_user(2, 100, "bob", "2"),
+        drift_cells(1, 1000, a="x", n="1"),
+    ],
+    # n is text now: these states are rejected, the keys keep their last good state
+    [
+        drift_user(1, 200, "ann", "forty"),
+        drift_user(2, 200, "bob2", "3"),
+        drift_cells(1, 2000, n="x"),
+    ],
+    # a later cell applies on top of the kept state, as Cassandra would
+    [drift_cells(1, 3000, a="later")],
+]
+
+
+@pytest.fixture(scope="module")
+def drifted(spark: SparkSession, settings: Settings) -> dict[str, list[tuple]]:
+    """The drift batches applied incrementally; each test leaves gold as it found it."""
+    reset_lake(spark, settings)
+    create_change_log(spark)
+    for batch in DRIFT_BATCHES:
+        append(spark, batch)
+        apply_gold(spark, DRIFT, log=lambda _: None)
+    incremental = {t: snapshot(spark, f"gold.{t}") for t in DRIFT_TABLES}
+    users = spark.table("gold.d_users").select("id", "name", "n").collect()
+    assert sorted(tuple(r) for r in users) == [(1, "ann", 1), (2, "bob2", 3)]
+    cust = spark.table("gold.d_cust").select("id", "a", "n").collect()
+    assert [tuple(r) for r in cust] == [(1, "later", 1)]
+    return incremental
+
+
+def test_a_rebuild_keeps_a_rejected_keys_last_good_state_as_the_incremental_runs_do(
+    spark: SparkSession, drifted: dict[str, list[tuple]]
+):
+    incremental = drifted
+    for table in DRIFT_TABLES:
+        rebuild_table(spark, DRIFT, table, log=lambda _: None)
+        assert snapshot(spark, f"gold.{table}") == incremental[table], table
+    assert unfinished_rebuilds(spark) == {}
+
+
+def test_a_rebuild_cut_short_is_finished_from_the_table_before_it(
+    spark: SparkSession, drifted: dict[str, list[tuple]], monkeypatch: pytest.MonkeyPatch
+):
+    """Killed after the table was emptied, then the next gold step; killed after the
+    MERGE, then the rebuild again: both end as the uninterrupted rebuild."""
+    incremental = drifted
+    monkeypatch.setenv(FAULT_MODE_ENV, "raise")
+    for table, point, then in (
+        ("d_users", "gold:rebuild:replaced:d_users", "gold step"),
+        ("d_cust", "gold:rebuild:applied:d_cust", "rebuild"),
+    ):
+        monkeypatch.setenv(FAULT_ENV, point)
+        with pytest.raises(InjectedFault):
+            rebuild_table(spark, DRIFT, table, log=lambda _: None)
+        monkeypatch.delenv(FAULT_ENV)
+        assert set(unfinished_rebuilds(spark)) == {table}
+        logged: list[str] = []
+        if then == "gold step":
+            apply_gold_finishing_rebuilds(spark, DRIFT, log=logged.append)
+            assert f"gold gold.{table}: finishing a rebuild that was cut short" in logged
+        else:
+            rebuild_table(spark, DRIFT, table, log=logged.append)
+        assert any("rebuilding again, from version" in line for line in logged), logged
+        assert snapshot(spark, f"gold.{table}") == incremental[table], table
+    assert unfinished_rebuilds(spark) == {}
