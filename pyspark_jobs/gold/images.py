@@ -18,10 +18,18 @@ IMAGES_SCHEMA = (
 )
 
 
-def table_images(spark: SparkSession, table: GoldTable, version: int | None = None) -> DataFrame:
+def table_images(
+    spark: SparkSession,
+    table: GoldTable,
+    version: int | None = None,
+    soft_deleted: bool = False,
+    extra: Sequence[str] = (),
+) -> DataFrame:
     """One gold table's live rows as ``table_name``, ``_record_key``, ``_seq``, ``_image``,
     ``_cell_ts`` and the metadata of the change they reflect; as of Delta ``version`` of
-    the table when given (its layout then)."""
+    the table when given (its layout then). ``soft_deleted``: the soft-deleted rows of a
+    ``soft_delete`` table instead (their values as last live); ``extra``: more of the
+    table's columns, as they are."""
     entity = table.entity
     # table.name is a validated identifier (config), version an int.
     rows = (
@@ -31,7 +39,8 @@ def table_images(spark: SparkSession, table: GoldTable, version: int | None = No
     )
     present = set(rows.columns)
     if entity.soft_delete:
-        rows = rows.where(~F.coalesce(F.col("_deleted"), F.lit(False)))
+        deleted = F.coalesce(F.col("_deleted"), F.lit(False))
+        rows = rows.where(deleted if soft_deleted else ~deleted)
     # Typed arrays, so a table without value columns still has a map<string, string>.
     image = F.map_from_arrays(
         F.array(*[F.lit(c) for c in entity.value_columns]).cast("array<string>"),
@@ -52,6 +61,7 @@ def table_images(spark: SparkSession, table: GoldTable, version: int | None = No
         "_change_id",
         "_source",
         "_event_ts",
+        *extra,
     )
 
 

@@ -45,6 +45,7 @@ from pyspark_jobs.gold.change_feed import (
 from pyspark_jobs.gold.folds import FAMILIES
 from pyspark_jobs.gold.folds.shared import materialized
 from pyspark_jobs.gold.images import table_images
+from pyspark_jobs.gold.merge import typed_rows
 from pyspark_jobs.gold.scd2_history import create_history_table
 from pyspark_jobs.gold.staging import stage
 from pyspark_jobs.gold.table_specs import GoldTable, gold_tables, specs_frame
@@ -139,6 +140,47 @@ def _last_good_states(
     )
 
 
+def _restore_soft_deleted(
+    spark: SparkSession,
+    table: GoldTable,
+    prior_version: int,
+    states: DataFrame,
+    log: Callable[[str], None],
+) -> None:
+    """Write into the emptied ``table`` its soft-deleted rows as of ``prior_version`` whose
+    keys the rebuilt ``states`` delete or reject, as they were (values as last live, the
+    delete's time): the incremental runs kept them, and a rebuild, which folds each key's
+    whole life at once, has no live state to flag deleted. The rebuild's MERGE then
+    leaves them as they are, or records a later delete."""
+    keys = states.where(~F.col("_live") | F.col("_reject_reason").isNotNull()).select(
+        "table_name", "_record_key"
+    )
+    prior = table_images(
+        spark, table, version=prior_version, soft_deleted=True, extra=["_deleted_at"]
+    ).join(keys, ["table_name", "_record_key"], "left_semi")
+    checked = materialized(
+        with_reject_reason(
+            prior.withColumn("_live", F.lit(True)),
+            specs_frame(spark, [table]),
+            declared_types([table.entity]),
+        )
+    )
+    valid = checked.where(F.col("_reject_reason").isNull())
+    # The emptied table holds none of these keys: an append in the table's column order.
+    typed_rows(valid, table.entity).join(
+        valid.select("_record_key", "_deleted_at"), "_record_key"
+    ).withColumn("_deleted", F.lit(True)).select(*spark.table(table.name).columns).write.insertInto(
+        table.name
+    )
+    # Few rows by construction: soft-deleted rows the declared types cannot hold.
+    lost = checked.where(F.col("_reject_reason").isNotNull()).count()
+    if lost:
+        log(
+            f"gold {table.name}: {lost} soft-deleted rows not kept: their last live values "
+            "do not cast to the declared types"
+        )
+
+
 def rebuild_table(
     spark: SparkSession, config: LakehouseConfig, name: str, log: Callable[[str], None] = print
 ) -> TableApply:
@@ -183,6 +225,8 @@ def rebuild_table(
     folded = fold_family(spark, table.family, related, changes, version, whole, related)
     mine = F.col("table_name") == table.table
     states = materialized(folded.states.where(mine))
+    if table.entity.soft_delete:
+        _restore_soft_deleted(spark, table, prior_version, states, log)
     run = stage(
         spark,
         states=states.unionByName(_last_good_states(spark, table, prior_version, states)),

@@ -140,16 +140,26 @@ DRIFT_USERS = Entity(
     "shop.users", "d_users", ("id",), {"id": "bigint", "name": "string", "n": "bigint"}
 )
 DRIFT_CUST = Entity("ks.cust", "d_cust", ("id",), {"id": "bigint", "a": "string", "n": "bigint"})
-DRIFT_SHOP = Source("d_shop", "debezium", (DRIFT_USERS,), landing=None)
+# Soft deletes: a rebuild folds each key's whole life at once, the runs kept deleted rows.
+DRIFT_ACCOUNTS = Entity(
+    "shop.accounts", "d_accounts", ("id",), {"id": "bigint", "n": "bigint"}, soft_delete=True
+)
+DRIFT_SHOP = Source("d_shop", "debezium", (DRIFT_USERS, DRIFT_ACCOUNTS), landing=None)
 DRIFT_CASS = Source("d_cass", "cassandra", (DRIFT_CUST,), landing=None)
 DRIFT = config(DRIFT_SHOP, DRIFT_CASS)
-DRIFT_TABLES = ["d_users", "d_cust"]
+DRIFT_TABLES = ["d_users", "d_cust", "d_accounts"]
 
 
 def drift_user(i: int, seq: int, name: str, n: str) -> tuple:
     return change(
         DRIFT_SHOP, DRIFT_USERS, {"id": i}, "upsert", [seq], row={"id": i, "name": name, "n": n}
     )
+
+
+def drift_account(i: int, seq: int, n: str | None = None) -> tuple:
+    row = None if n is None else {"id": i, "n": n}
+    op = "delete" if n is None else "upsert"
+    return change(DRIFT_SHOP, DRIFT_ACCOUNTS, {"id": i}, op, [seq], row=row)
 
 
 def drift_cells(i: int, ts: int, **values: str) -> tuple:
@@ -162,15 +172,26 @@ DRIFT_BATCHES = [
         drift_user(1, 100, "ann", "1"),
         drift_user(2, 100, "bob", "2"),
         drift_cells(1, 1000, a="x", n="1"),
+        *(drift_account(i, 100, str(i)) for i in (1, 2, 3)),
     ],
     # n is text now: these states are rejected, the keys keep their last good state
     [
         drift_user(1, 200, "ann", "forty"),
         drift_user(2, 200, "bob2", "3"),
         drift_cells(1, 2000, n="x"),
+        drift_account(1, 200),
+        drift_account(2, 200, "x"),
     ],
     # a later cell applies on top of the kept state, as Cassandra would
-    [drift_cells(1, 3000, a="later")],
+    [
+        drift_cells(1, 3000, a="later"),
+        drift_account(3, 300),
+        # back after its delete, but rejected: it stays deleted
+        drift_account(1, 300, "y"),
+        # inserted and deleted in one run: never a row
+        drift_account(4, 300, "4"),
+        drift_account(4, 301),
+    ],
 ]
 
 
@@ -187,6 +208,8 @@ def drifted(spark: SparkSession, settings: Settings) -> dict[str, list[tuple]]:
     assert sorted(tuple(r) for r in users) == [(1, "ann", 1), (2, "bob2", 3)]
     cust = spark.table("gold.d_cust").select("id", "a", "n").collect()
     assert [tuple(r) for r in cust] == [(1, "later", 1)]
+    accounts = spark.table("gold.d_accounts").select("id", "n", "_deleted").collect()
+    assert sorted(tuple(r) for r in accounts) == [(1, 1, True), (2, 2, False), (3, 3, True)]
     return incremental
 
 
@@ -210,6 +233,7 @@ def test_a_rebuild_cut_short_is_finished_from_the_table_before_it(
     for table, point, then in (
         ("d_users", "gold:rebuild:replaced:d_users", "gold step"),
         ("d_cust", "gold:rebuild:applied:d_cust", "rebuild"),
+        ("d_accounts", "gold:rebuild:replaced:d_accounts", "rebuild"),
     ):
         monkeypatch.setenv(FAULT_ENV, point)
         with pytest.raises(InjectedFault):
