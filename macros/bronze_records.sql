@@ -27,8 +27,8 @@
         coalesce({{ inexact_json_number('value') }}, {{ inexact_json_number('key') }})
             as inexact_number,
         case
-            when {{ _names_a_field_twice('value') }} then 'value'
-            when {{ _names_a_field_twice('key') }} then 'key'
+            when {{ names_a_field_twice('value') }} then 'value'
+            when {{ names_a_field_twice('key') }} then 'key'
         end as field_twice_within,
         ingested_at,
         batch_id,
@@ -38,7 +38,18 @@
 {%- endmacro %}
 
 
-{% macro _names_a_field_twice(json) -%}
+{#
+    names_a_field_twice(json)
+
+    True when `json` is a JSON object that names a field twice in some object at any
+    depth (Spark's variant parser refuses duplicate names: try_parse_json is null), false
+    otherwise, also for text that is not a JSON object or is over 16 MiB (the variant
+    parser's size limit).
+
+    Arguments:
+      json: a string expression holding JSON text, e.g. value.
+#}
+{% macro names_a_field_twice(json) -%}
     (
         octet_length({{ json }}) <= 16777216
         and json_object_keys({{ json }}) is not null

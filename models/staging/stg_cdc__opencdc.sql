@@ -62,16 +62,26 @@ images as (
     from decoded
 ),
 
-checked_numbers as (
+decoded_checks as (
+    {#
+        The record's own checks (bronze_records) never saw inside base64: the same ones on
+        the decoded JSON this model uses.
+    #}
+    {%- set decoded_key = 'case when key_object = key_decoded then key_object end' %}
+    {%- set decoded_before = 'case when before_image = before_decoded then before_image end' %}
+    {%- set decoded_after = 'case when after_image = after_decoded then after_image end' %}
     select
         *,
-        {# The record's own check never saw inside base64: the decoded JSON it uses. #}
         {{ inexact_json_number(
-            "concat_ws(' ', "
-            ~ "case when key_object = key_decoded then key_object end, "
-            ~ "case when before_image = before_decoded then before_image end, "
-            ~ "case when after_image = after_decoded then after_image end)"
-        ) }} as decoded_inexact_number
+            "concat_ws(' ', " ~ decoded_key ~ ", " ~ decoded_before ~ ", " ~ decoded_after ~ ")"
+        ) }} as decoded_inexact_number,
+        case
+            when {{ names_a_field_twice(decoded_key) }} then 'key'
+            when
+                {{ names_a_field_twice(decoded_before) }}
+                or {{ names_a_field_twice(decoded_after) }}
+                then 'payload'
+        end as decoded_field_twice
     from images
 ),
 
@@ -109,11 +119,13 @@ final as (
                     then concat('unknown op code: ', cdc_op)
                 when cdc_op != 'delete' and after_image is null
                     then 'upsert without an after image (payload.after is not an object)'
+                when decoded_field_twice is not null
+                    then concat('field named twice inside the ', decoded_field_twice, ' (base64)')
             end,
             {{ inexact_number_problem('coalesce(inexact_number, decoded_inexact_number)') }}
         ) as problem,
         {{ bronze_lineage_columns() }}
-    from checked_numbers
+    from decoded_checks
 )
 
 select * from final

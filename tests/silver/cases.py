@@ -132,6 +132,19 @@ def opencdc() -> list[dict]:
                 },
             },
         ),
+        # a field named twice inside a base64 payload
+        record(
+            t,
+            104,
+            b64("10"),
+            {
+                "position": b64("wal:0/16B3C00"),
+                "operation": "create",
+                "metadata": meta,
+                "key": b64("10"),
+                "payload": {"before": None, "after": b64('{"id":10,"name":"a","name":"b"}')},
+            },
+        ),
     ]
 
 
@@ -274,6 +287,8 @@ def debezium_patch() -> list[dict]:
         patch(107, True, 13, [{"op": "add", "path": "age", "value": 1}]),
         # an op written as a JSON string holding the op, with a number Spark would change
         patch(108, E3, 14, ['{"op":"add","path":"score","value":1e400}']),  # type: ignore[list-item]
+        # ... and one naming a field twice
+        patch(109, E3, 15, ['{"op":"add","path":"a","path":"b","value":1}']),  # type: ignore[list-item]
     ]
 
 

@@ -730,6 +730,13 @@ def test_every_reject_reason_lands_in_the_rejects_table(spark, lake):
                 'number 1e400 cannot be kept exactly: Spark reads it as "Infinity"',
             ),
             (
+                "debezium_patch",
+                "my-db.entity-patches",
+                109,
+                "Contacts",
+                "field named twice inside an op",
+            ),
+            (
                 "goldengate",
                 "erp.ORDER_LINES",
                 101,
@@ -768,6 +775,13 @@ def test_every_reject_reason_lands_in_the_rejects_table(spark, lake):
                 "products",
                 "number 12.345678901234567890123 cannot be kept exactly: "
                 "Spark reads it as 12.345678901234567",
+            ),
+            (
+                "opencdc",
+                "conduit.inventory.products",
+                104,
+                "products",
+                "field named twice inside the payload (base64)",
             ),
             (
                 "opencdc",
@@ -853,9 +867,9 @@ def test_the_silver_gate_accounts_for_every_bronze_record(spark, lake):
         "shop_debezium": (7, 0, 3, 1, 2, 0),
         "crm_db2": (5, 0, 4, 0, 0, 0),
         "erp_goldengate": (8, 0, 6, 0, 0, 0),
-        "inventory_opencdc": (6, 0, 3, 0, 0, 0),
+        "inventory_opencdc": (6, 0, 4, 0, 0, 0),
         "social_tigergraph": (14, 0, 6, 0, 0, 0),
-        "contacts_entity_patches": (8, 0, 6, 0, 0, 0),
+        "contacts_entity_patches": (8, 0, 7, 0, 0, 0),
         "fastdata_pr_update": (8, 0, 3, 0, 0, 0),
         "inventory_cassandra": (1, 0, 3, 0, 0, 0),
     }
