@@ -2,9 +2,10 @@
     Every staged change with its declared entity: the canonical record key built from the
     entity's declared key columns, the change id, and the reason a change cannot enter the
     log (format problems from staging, an undeclared entity, a field named twice in the
-    key or the row image (or deeper in the record's value or key), missing key columns, a one-string key that does not split into
-    the key columns, a key value that is a JSON object or array, or does not cast to its
-    column's declared type). A truncate names no key: its record_key is '{}'.
+    key or the row image or deeper in the record's value or key, missing key columns, a
+    one-string key that does not split into the key columns, a key value that is a JSON
+    object or array, or does not cast to its column's declared type). A truncate names no
+    key: its record_key is '{}'.
 #}
 with
 

@@ -123,16 +123,21 @@ def apply_gold_finishing_rebuilds(
     return apply_gold(spark, config, log=log)
 
 
-def _last_good_states(
-    spark: SparkSession, table: GoldTable, prior_version: int, states: DataFrame
+def _prior_states(
+    spark: SparkSession,
+    table: GoldTable,
+    prior_version: int,
+    keys: DataFrame,
+    soft_deleted: bool = False,
+    extra: tuple[str, ...] = (),
 ) -> DataFrame:
-    """The rows of ``table`` as of ``prior_version`` whose rebuilt state in ``states`` is
-    rejected, as net states of the rebuild (checked against the declared types too: a
-    row the corrected layout cannot hold is rejected, not merged altered)."""
-    rejected = states.where(F.col("_reject_reason").isNotNull()).select("table_name", "_record_key")
-    prior = table_images(spark, table, version=prior_version).join(
-        rejected, ["table_name", "_record_key"], "left_semi"
-    )
+    """The rows of ``table`` as of ``prior_version`` of the ``keys`` (``table_name``,
+    ``_record_key``) as live net states, checked against the declared types (a row the
+    corrected layout cannot hold is rejected, not written altered); ``soft_deleted``,
+    ``extra``: see ``table_images``."""
+    prior = table_images(
+        spark, table, version=prior_version, soft_deleted=soft_deleted, extra=extra
+    ).join(keys, ["table_name", "_record_key"], "left_semi")
     return with_reject_reason(
         prior.withColumn("_live", F.lit(True)).withColumn("_tomb_seq", F.lit(None).cast(SEQ_TYPE)),
         specs_frame(spark, [table]),
@@ -152,17 +157,15 @@ def _restore_soft_deleted(
     delete's time): the incremental runs kept them, and a rebuild, which folds each key's
     whole life at once, has no live state to flag deleted. The rebuild's MERGE then
     leaves them as they are, or records a later delete."""
-    keys = states.where(~F.col("_live") | F.col("_reject_reason").isNotNull()).select(
-        "table_name", "_record_key"
-    )
-    prior = table_images(
-        spark, table, version=prior_version, soft_deleted=True, extra=["_deleted_at"]
-    ).join(keys, ["table_name", "_record_key"], "left_semi")
+    keys = states.where(~F.col("_live") | F.col("_reject_reason").isNotNull())
     checked = materialized(
-        with_reject_reason(
-            prior.withColumn("_live", F.lit(True)),
-            specs_frame(spark, [table]),
-            declared_types([table.entity]),
+        _prior_states(
+            spark,
+            table,
+            prior_version,
+            keys.select("table_name", "_record_key"),
+            soft_deleted=True,
+            extra=("_deleted_at",),
         )
     )
     valid = checked.where(F.col("_reject_reason").isNull())
@@ -229,7 +232,17 @@ def rebuild_table(
         _restore_soft_deleted(spark, table, prior_version, states, log)
     run = stage(
         spark,
-        states=states.unionByName(_last_good_states(spark, table, prior_version, states)),
+        # A key whose state is still rejected keeps its last good row, as in the runs.
+        states=states.unionByName(
+            _prior_states(
+                spark,
+                table,
+                prior_version,
+                states.where(F.col("_reject_reason").isNotNull()).select(
+                    "table_name", "_record_key"
+                ),
+            )
+        ),
         versions=None if folded.versions is None else folded.versions.where(mine),
         history_keys=None if folded.history_keys is None else folded.history_keys.where(mine),
         tables=[table.table],
