@@ -1,4 +1,5 @@
-"""A Delta table's current version, id and size, read from its log through the JVM.
+"""A Delta table's current version, id, size and newly written partitions, read from its
+log through the JVM.
 
 ``DeltaLog.update`` lists the table's log for new commits and returns the current
 snapshot: no Spark job, the same on a lake URI, and the snapshot every later scan of the
@@ -44,3 +45,36 @@ def table_bytes(spark: SparkSession, table: str) -> int | None:
     compute it with Spark jobs)."""
     checksum = current_snapshot(spark, table).checksumOpt()
     return int(checksum.get().tableSizeBytes()) if checksum.isDefined() else None
+
+
+def partitions_written_since(
+    spark: SparkSession, table: str, version: int, column: str, max_commits: int = 500
+) -> set[str] | None:
+    """The values of partition column ``column`` that the commits after ``version`` added
+    rows to, read from the table's commit files (no Spark job; files that only rewrite
+    rows, such as OPTIMIZE's, do not count). None when it cannot be told cheaply: more
+    than ``max_commits`` commits, or their files already cleaned from the log."""
+    snapshot = current_snapshot(spark, table)
+    if snapshot.version() - version > max_commits:
+        return None
+    if snapshot.version() <= version:
+        return set()
+    session = spark._jsparkSession
+    identifier = session.sessionState().sqlParser().parseTableIdentifier(table)
+    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, identifier)  # type: ignore[union-attr]
+    values: set[str] = set()
+    try:
+        # failOnDataLoss: a commit file already cleaned up raises instead of being skipped.
+        changes = log.getChanges(version + 1, getattr(log, "getChanges$default$2")(), True)
+        while changes.hasNext():
+            actions = changes.next()._2().iterator()
+            while actions.hasNext():
+                action = actions.next()
+                if action.getClass().getSimpleName() == "AddFile" and action.dataChange():
+                    value = action.partitionValues().get(column)
+                    if value.isEmpty():
+                        return None
+                    values.add(str(value.get()))
+    except Exception:  # noqa: BLE001 - unknown: the caller reads everything
+        return None
+    return values

@@ -33,6 +33,13 @@ each model that reads it. That set is part of the build's fingerprint, so a conf
 starts using a new format rebuilds the views. An analyst's own ``dbt build`` keeps the
 project's default (every format): correct, only slower.
 
+An incremental build plans only the formats bronze landed rows of since the last build
+(``batch_formats``, from bronze's log, no Spark job): the dbt var ``batch_formats`` makes
+the keyed model ephemeral, inlined into the two silver models over those formats' staging
+models. Planning the keyed view over every format is most of a small build (a batch of
+100 Debezium changes on the samples' lake, warm: the two models 11 s, against 3 to 4 s
+over Debezium alone); the stored view is left as the last full build made it.
+
 On a shared metastore an analyst's ``dbt run`` may build the same silver tables at the
 same time. Delta lets one commit win and fails the other (``DELTA_CONCURRENT_APPEND``);
 no change lands twice. When the pipeline's build is the loser, it builds again (up to
@@ -54,7 +61,7 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.tables import RAW_TABLE
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.delta_log import latest_version
+from pyspark_jobs.delta_log import latest_version, partitions_written_since
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 from pyspark_jobs.silver.dbt_runner import DbtFailed, lost_a_commit_race, run_dbt
 from pyspark_jobs.silver.entity_registry import publish_entities
@@ -108,6 +115,21 @@ def build_fingerprint(formats: Sequence[str], root: Path = PROJECT_ROOT) -> str:
 def used_formats(config: LakehouseConfig) -> list[str]:
     """The formats of the config's sources, in a stable order."""
     return sorted({source.format for source in config.sources})
+
+
+def batch_formats(
+    spark: SparkSession, config: LakehouseConfig, bronze_version: int
+) -> list[str] | None:
+    """The formats of the sources bronze landed rows of after ``bronze_version`` (the last
+    build's), from bronze's log; None when that is not known (any doubt: a source not
+    in the config, a log too long or cleaned), and an incremental build then reads every
+    format; an empty list when bronze landed nothing since. Rows at or before that
+    version were read by that build, so a format outside the list has nothing new."""
+    sources = partitions_written_since(spark, RAW_TABLE, bronze_version, "source")
+    by_name = {source.name: source.format for source in config.sources}
+    if sources is None or not sources <= by_name.keys():
+        return None
+    return sorted({by_name[name] for name in sources})
 
 
 def _ensure_builds_table(spark: SparkSession) -> None:
@@ -177,15 +199,19 @@ def build_silver(
     if unchanged and not new_entities and not dbt_vars:
         log(f"silver: nothing new since the last build (bronze version {bronze})")
         return SilverBuild("skipped", bronze)
-    variables = ["--vars", json.dumps({"cdc_formats": formats, **(dbt_vars or {})})]
+    variables: dict[str, Any] = {"cdc_formats": formats, **(dbt_vars or {})}
     if last is not None and last[1] == fingerprint and built:
         kind = "incremental"
         selected = f"{PIPELINE_SELECTOR},config.materialized:incremental"
-        args = [*_BUILD, "--select", selected, *variables]
+        batch = None if dbt_vars else batch_formats(spark, config, last[0])
+        if batch and batch != formats:
+            variables["batch_formats"] = batch
+            log(f"silver: new bronze rows of {', '.join(batch)} only: the keyed model reads those")
+        args = [*_BUILD, "--select", selected, "--vars", json.dumps(variables)]
     else:
         kind = "full"
         refresh = ["--full-refresh"] if full_refresh else []
-        args = [*_BUILD, "--select", PIPELINE_SELECTOR, *refresh, *variables]
+        args = [*_BUILD, "--select", PIPELINE_SELECTOR, *refresh, "--vars", json.dumps(variables)]
     # In-process only: a Thrift Server plans dbt's queries in its own session.
     in_process = settings.dbt_target == "local"
     with (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -13,9 +14,9 @@ from pyspark.sql import functions as F
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import load_config
 from pyspark_jobs.settings import Settings
-from pyspark_jobs.silver.build import BUILDS_TABLE, SILVER_TABLES, build_silver
+from pyspark_jobs.silver.build import BUILDS_TABLE, SILVER_TABLES, batch_formats, build_silver
 from pyspark_jobs.silver.entity_registry import ENTITIES_TABLE
-from tests.silver.landing import copy_sample, record, write_config, write_lines
+from tests.silver.landing import copy_sample, record, sample_records, write_config, write_lines
 from tests.support.killed_creation import leave_killed_creation
 
 EVENT = {
@@ -161,3 +162,75 @@ def test_a_build_that_loses_a_commit_race_builds_again_and_lands_each_change_onc
     assert sorted(r[0] for r in landed.collect()) == [
         f'{{"USER_ID":"{990 + n}"}}' for n in range(1, rounds + 1)
     ]
+
+
+def _cassandra_insert(offset: int, customer: int) -> dict:
+    """A sample Cassandra insert, for a new customer at a new offset."""
+    sample = sample_records("cassandra")[0]
+    value = json.loads(json.dumps(sample["value"]))
+    value["after"]["id"]["value"] = customer
+    key = {**sample["key"], "id": customer}
+    return {**sample, "offset": offset, "key": key, "value": value}
+
+
+def _keyed_reads(settings: Settings, model: str) -> list[str]:
+    """What a silver model read its keyed changes from in the last build (its compiled
+    SQL): the stored keyed view, or the staging models of the formats it inlined."""
+    compiled = settings.dbt_dir / "target" / "compiled" / "cdc_lakehouse" / "models" / "silver"
+    text = (compiled / f"{model}.sql").read_text()
+    if "staging.int_change_log__keyed" in text:
+        return ["the keyed view"]
+    return sorted(set(re.findall(r"stg_cdc__(\w+)", text)))
+
+
+def test_an_incremental_build_reads_only_the_formats_with_new_bronze_rows(
+    spark: SparkSession, empty_lake: Settings, tmp_path: Path
+):
+    logged: list[str] = []
+    quiet = {"log": lambda _: None}
+    debezium, cassandra = tmp_path / "debezium", tmp_path / "cassandra"
+    copy_sample("debezium", debezium)
+    copy_sample("cassandra", cassandra)
+    landings = {"shop_debezium": debezium, "inventory_cassandra": cassandra}
+    config = load_config(write_config(tmp_path / "both.yml", landings))
+    ingest(spark, empty_lake, config, **quiet)
+    first = build_silver(spark, empty_lake, config, **quiet)
+    assert batch_formats(spark, config, first.bronze_version) == []
+
+    # Two ingests and no build between: both formats are new to silver.
+    write_lines(cassandra / "more.jsonl", [_cassandra_insert(900, 1990)])
+    ingest(spark, empty_lake, config, **quiet)
+    user = record("shop.public.users", 900, {"USER_ID": 990}, EVENT)
+    write_lines(debezium / "more.jsonl", [user])
+    ingest(spark, empty_lake, config, **quiet)
+    assert batch_formats(spark, config, first.bronze_version) == ["cassandra", "debezium"]
+    # A source bronze holds rows of that the config no longer names: not known, all formats.
+    only_debezium = load_config(write_config(tmp_path / "one.yml", {"shop_debezium": debezium}))
+    assert batch_formats(spark, only_debezium, first.bronze_version) is None
+    second = build_silver(spark, empty_lake, config, log=logged.append)
+    # Every configured format is new: the stored view serves as well.
+    assert _keyed_reads(empty_lake, "change_log") == ["the keyed view"]
+
+    event = {**EVENT, "after": {**EVENT["after"], "USER_ID": 991}}
+    user = record("shop.public.users", 901, {"USER_ID": 991}, event)
+    write_lines(debezium / "last.jsonl", [user])
+    ingest(spark, empty_lake, config, **quiet)
+    third = build_silver(spark, empty_lake, config, log=logged.append)
+
+    assert (second.kind, third.kind) == ("incremental", "incremental")
+    assert _keyed_reads(empty_lake, "change_log") == ["debezium"]
+    assert _keyed_reads(empty_lake, "change_log_rejects") == ["debezium"]
+    assert "silver: new bronze rows of debezium only: the keyed model reads those" in logged
+    new_keys = {
+        (r["source"], r["record_key"])
+        for r in spark.table("silver.change_log")
+        .where(F.col("lineage.bronze_commit_version") > first.bronze_version)
+        .collect()
+    }
+    assert new_keys == {
+        ("inventory_cassandra", '{"id":"1990","registration_date":"1562202942545"}'),
+        ("shop_debezium", '{"USER_ID":"990"}'),
+        ("shop_debezium", '{"USER_ID":"991"}'),
+    }
+    # The stored view still unions every configured format (analysts read it).
+    assert _unioned_formats(spark) == ["cassandra", "debezium"]
