@@ -1,5 +1,5 @@
-"""A Delta table's current version, id, size and newly written partitions, read from its
-log through the JVM.
+"""A Delta table's current version, id, size and newly added files, read from its log
+through the JVM.
 
 ``DeltaLog.update`` lists the table's log for new commits and returns the current
 snapshot: no Spark job, the same on a lake URI, and the snapshot every later scan of the
@@ -10,6 +10,8 @@ against 0.4 s here (1.5 s against 0.3 s once warm).
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -47,22 +49,35 @@ def table_bytes(spark: SparkSession, table: str) -> int | None:
     return int(checksum.get().tableSizeBytes()) if checksum.isDefined() else None
 
 
-def partitions_written_since(
-    spark: SparkSession, table: str, version: int, column: str, max_commits: int = 500
-) -> set[str] | None:
-    """The values of partition column ``column`` that the commits after ``version`` added
-    rows to, read from the table's commit files (no Spark job; files that only rewrite
-    rows, such as OPTIMIZE's, do not count). None when it cannot be told cheaply: more
-    than ``max_commits`` commits, or their files already cleaned from the log."""
+@dataclass(frozen=True)
+class AddedFile:
+    """A data file a commit added: its partition values and its column statistics (the
+    JSON Delta writes beside it, None when it wrote none)."""
+
+    partition_values: dict[str, str | None]
+    stats: str | None
+
+    def min_value(self, column: str) -> Any:
+        """The least value of ``column`` in the file by its statistics, None if unknown."""
+        return json.loads(self.stats).get("minValues", {}).get(column) if self.stats else None
+
+
+def files_added_since(
+    spark: SparkSession, table: str, version: int, max_commits: int = 500
+) -> list[AddedFile] | None:
+    """The data files the commits after ``version`` added, read from the table's commit
+    files (no Spark job; files that only rewrite rows, such as OPTIMIZE's, do not count).
+    None when it cannot be told cheaply: more than ``max_commits`` commits, or their
+    files already cleaned from the log."""
     snapshot = current_snapshot(spark, table)
     if snapshot.version() - version > max_commits:
         return None
     if snapshot.version() <= version:
-        return set()
+        return []
     session = spark._jsparkSession
     identifier = session.sessionState().sqlParser().parseTableIdentifier(table)
     log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, identifier)  # type: ignore[union-attr]
-    values: set[str] = set()
+    added: list[AddedFile] = []
     try:
         # failOnDataLoss: a commit file already cleaned up raises instead of being skipped.
         changes = log.getChanges(version + 1, getattr(log, "getChanges$default$2")(), True)
@@ -70,11 +85,14 @@ def partitions_written_since(
             actions = changes.next()._2().iterator()
             while actions.hasNext():
                 action = actions.next()
-                if action.getClass().getSimpleName() == "AddFile" and action.dataChange():
-                    value = action.partitionValues().get(column)
-                    if value.isEmpty():
-                        return None
-                    values.add(str(value.get()))
+                if action.getClass().getSimpleName() != "AddFile" or not action.dataChange():
+                    continue
+                values: dict[str, str | None] = {}
+                pairs = action.partitionValues().iterator()
+                while pairs.hasNext():
+                    pair = pairs.next()
+                    values[str(pair._1())] = None if pair._2() is None else str(pair._2())
+                added.append(AddedFile(values, action.stats()))
     except Exception:  # noqa: BLE001 - unknown: the caller reads everything
         return None
-    return values
+    return added

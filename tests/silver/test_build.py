@@ -14,7 +14,8 @@ from pyspark.sql import functions as F
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import load_config
 from pyspark_jobs.settings import Settings
-from pyspark_jobs.silver.build import BUILDS_TABLE, SILVER_TABLES, batch_formats, build_silver
+from pyspark_jobs.silver import build
+from pyspark_jobs.silver.build import BUILDS_TABLE, SILVER_TABLES, build_silver, new_bronze
 from pyspark_jobs.silver.entity_registry import ENTITIES_TABLE
 from tests.silver.landing import copy_sample, record, sample_records, write_config, write_lines
 from tests.support.killed_creation import leave_killed_creation
@@ -195,7 +196,7 @@ def test_an_incremental_build_reads_only_the_formats_with_new_bronze_rows(
     config = load_config(write_config(tmp_path / "both.yml", landings))
     ingest(spark, empty_lake, config, **quiet)
     first = build_silver(spark, empty_lake, config, **quiet)
-    assert batch_formats(spark, config, first.bronze_version) == []
+    assert new_bronze(spark, config, first.bronze_version) == build.NewBronze([], None)
 
     # Two ingests and no build between: both formats are new to silver.
     write_lines(cassandra / "more.jsonl", [_cassandra_insert(900, 1990)])
@@ -203,10 +204,11 @@ def test_an_incremental_build_reads_only_the_formats_with_new_bronze_rows(
     user = record("shop.public.users", 900, {"USER_ID": 990}, EVENT)
     write_lines(debezium / "more.jsonl", [user])
     ingest(spark, empty_lake, config, **quiet)
-    assert batch_formats(spark, config, first.bronze_version) == ["cassandra", "debezium"]
-    # A source bronze holds rows of that the config no longer names: not known, all formats.
+    landed = new_bronze(spark, config, first.bronze_version)
+    assert landed is not None and landed.formats == ["cassandra", "debezium"]
+    # A source bronze holds rows of that the config no longer names: not known, read all.
     only_debezium = load_config(write_config(tmp_path / "one.yml", {"shop_debezium": debezium}))
-    assert batch_formats(spark, only_debezium, first.bronze_version) is None
+    assert new_bronze(spark, only_debezium, first.bronze_version) is None
     second = build_silver(spark, empty_lake, config, log=logged.append)
     # Every configured format is new: the stored view serves as well.
     assert _keyed_reads(empty_lake, "change_log") == ["the keyed view"]
@@ -234,3 +236,79 @@ def test_an_incremental_build_reads_only_the_formats_with_new_bronze_rows(
     }
     # The stored view still unions every configured format (analysts read it).
     assert _unioned_formats(spark) == ["cassandra", "debezium"]
+
+
+def _bronze_files_read(spark: SparkSession, query: str) -> int:
+    """Run ``query`` and count the bronze files its scans read (Spark's scan metrics, in
+    the final plan of adaptive execution)."""
+    frame = spark.sql(query)
+    frame.collect()
+    files = 0
+    pending = [frame._jdf.queryExecution().executedPlan()]
+    while pending:
+        node = pending.pop()
+        if node.nodeName() == "AdaptiveSparkPlan":
+            pending.append(node.executedPlan())
+            continue
+        if "QueryStage" in node.nodeName():
+            pending.append(node.plan())
+        if "cdc_raw" in node.nodeName() and node.metrics().contains("numFiles"):
+            files += int(node.metrics().get("numFiles").get().value())
+        children = node.children().iterator()
+        while children.hasNext():
+            pending.append(children.next())
+    return files
+
+
+def test_an_incremental_build_on_a_large_bronze_reads_only_the_files_landed_since(
+    spark: SparkSession, empty_lake: Settings, tmp_path: Path, monkeypatch
+):
+    """On a bronze over the size limit (0 here), the build bounds ingested_at from below
+    by the new files' statistics: its query reads those files only, and lands what they
+    hold."""
+    monkeypatch.setattr(build, "PRUNE_BRONZE_ABOVE_BYTES", 0)
+    logged: list[str] = []
+    landing = tmp_path / "debezium"
+    copy_sample("debezium", landing)
+    config = load_config(write_config(tmp_path / "sources.yml", {"shop_debezium": landing}))
+    ingest(spark, empty_lake, config, log=lambda _: None)
+    first = build_silver(spark, empty_lake, config, log=lambda _: None)
+    old_files = spark.sql("describe detail bronze.cdc_raw").first()["numFiles"]  # type: ignore[index]
+
+    write_lines(landing / "more.jsonl", [record("shop.public.users", 900, {"USER_ID": 990}, EVENT)])
+    ingest(spark, empty_lake, config, log=lambda _: None)
+    landed = new_bronze(spark, config, first.bronze_version)
+    second = build_silver(spark, empty_lake, config, log=logged.append)
+
+    assert second.kind == "incremental" and landed is not None
+    assert "silver: reading bronze files landed since the last build only" in logged
+    bounds = (
+        spark.table("bronze.cdc_raw")
+        .select(
+            F.max(
+                F.when(
+                    F.col("_metadata.row_commit_version") <= first.bronze_version,
+                    F.col("ingested_at"),
+                )
+            ),
+            F.min(
+                F.when(
+                    F.col("_metadata.row_commit_version") > first.bronze_version,
+                    F.col("ingested_at"),
+                )
+            ),
+        )
+        .first()
+    )
+    assert landed.ingested_since_ms is not None
+    since = landed.ingested_since_ms - 1000
+    assert bounds[0].timestamp() * 1000 < since <= bounds[1].timestamp() * 1000  # type: ignore[index]
+    compiled = empty_lake.dbt_dir / "target" / "compiled" / "cdc_lakehouse" / "models" / "silver"
+    query = (compiled / "change_log.sql").read_text()
+    assert f"timestamp_millis({since})" in query
+    new_files = spark.sql("describe detail bronze.cdc_raw").first()["numFiles"] - old_files  # type: ignore[index]
+    assert _bronze_files_read(spark, query) == new_files
+    new = spark.table("silver.change_log").where(
+        F.col("lineage.bronze_commit_version") > first.bronze_version
+    )
+    assert [r["record_key"] for r in new.collect()] == ['{"USER_ID":"990"}']
