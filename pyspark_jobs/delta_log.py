@@ -17,11 +17,16 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 
-def current_snapshot(spark: SparkSession, table: str) -> Any:
-    """The JVM snapshot of the catalog table ``table``, brought up to date."""
+def _delta_log(spark: SparkSession, table: str) -> Any:
+    """The JVM ``DeltaLog`` of the catalog table ``table``."""
     session = spark._jsparkSession
     identifier = session.sessionState().sqlParser().parseTableIdentifier(table)
-    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, identifier)  # type: ignore[union-attr]
+    return spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, identifier)  # type: ignore[union-attr]
+
+
+def current_snapshot(spark: SparkSession, table: str) -> Any:
+    """The JVM snapshot of the catalog table ``table``, brought up to date."""
+    log = _delta_log(spark, table)
     # Scala's default arguments, spelled out for py4j: no staleness allowed.
     return log.update(
         getattr(log, "update$default$1")(),
@@ -74,9 +79,7 @@ def files_added_since(
         return None
     if snapshot.version() <= version:
         return []
-    session = spark._jsparkSession
-    identifier = session.sessionState().sqlParser().parseTableIdentifier(table)
-    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, identifier)  # type: ignore[union-attr]
+    log = _delta_log(spark, table)
     added: list[AddedFile] = []
     try:
         # failOnDataLoss: a commit file already cleaned up raises instead of being skipped.

@@ -1,18 +1,13 @@
 {#
     The pipeline's incremental builds pass `batch_formats` (the formats bronze received
-    rows of since the last build) and, on a large bronze, `batch_ingested_since_ms`
+    rows of since the last build, or every format with the bound below) and, on a large
+    bronze, `batch_ingested_since_ms`
     (pyspark_jobs/silver/build.py; macro union_staged_changes): the model is then inlined
     into the two silver models (ephemeral) over those rows only, so a batch of one source
     plans one format, not all of them, and reads its newest files. The view stays as the
     full build left it, over every configured format.
 #}
-{{
-    config(
-        materialized='ephemeral'
-        if var('batch_formats', none) or var('batch_ingested_since_ms', none) is not none
-        else 'view'
-    )
-}}
+{{ config(materialized='ephemeral' if var('batch_formats', none) else 'view') }}
 {#
     Every staged change with its declared entity: the canonical record key built from the
     entity's declared key columns, the change id, and the reason a change cannot enter the
