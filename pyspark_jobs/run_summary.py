@@ -96,6 +96,11 @@ def format_summary(summary: RunSummary) -> str:
         line = f"  gate    {layer:<28} {verdict:>8}  {gate.get('seconds', 0):.1f} s"
         if gate.get("reused_from"):
             line += f"  not validated: nothing it checks changed since run {gate['reused_from']}"
+        elif gate.get("rows_from"):
+            line += (
+                f"  counted again: {len(gate.get('recounted', []))} changed tables; "
+                f"the others' rows from run {gate['rows_from']}"
+            )
         lines.append(line)
         lines += [f"          - {failure}" for failure in gate.get("failures", [])]
     for step, seconds in summary.timings.items():

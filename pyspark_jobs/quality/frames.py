@@ -17,7 +17,7 @@ The transforms take DataFrames and plain values and return DataFrames; only
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -425,9 +425,29 @@ def _gold_tables(spark: SparkSession, config: LakehouseConfig) -> list[tuple[Sou
     return tables
 
 
+def _read(spark: SparkSession, table: str, pins: Mapping[str, int]) -> DataFrame:
+    """``table`` as of its pinned version, or as it is now."""
+    if table in pins:
+        return spark.sql(f"select * from {table} version as of {int(pins[table])}")
+    return spark.table(table)
+
+
 def _gold(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
-    tables = _gold_tables(spark, config)
+    return gold_frame(spark, config)
+
+
+def gold_frame(
+    spark: SparkSession,
+    config: LakehouseConfig,
+    only: Collection[str] | None = None,
+    pins: Mapping[str, int] | None = None,
+) -> DataFrame:
+    """The gold summary frame: a row per gold table of config, or of those of them named
+    in ``only`` (``gold.<table>``). ``pins``: versions to read the tombstone and pending
+    tables at (``gate_reuse`` reads them at the versions it recorded)."""
+    tables = [t for t in _gold_tables(spark, config) if only is None or t[2] in only]
     _require(spark, TOMBSTONES_TABLE, PENDING_TABLE)  # frame_tables(config, "gold"), all
+    pins = pins or {}
     with named_jobs(spark, "gold gate: load snapshots"):
         load_snapshots(spark, [name for _, _, name in tables] + [TOMBSTONES_TABLE, PENDING_TABLE])
     # Schemas are metadata: compared on the driver, one row per configured table.
@@ -447,8 +467,47 @@ def _gold(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) ->
         rows = _union(
             [gold_rows(spark.table(name), name, e.key, e.soft_delete) for _, e, name in tables]
         )
-    staged = spark.table(PENDING_TABLE).where(F.col("row_kind") == STATE)
-    return gold_reconciliation(described, rows, spark.table(TOMBSTONES_TABLE), staged)
+    staged = _read(spark, PENDING_TABLE, pins).where(F.col("row_kind") == STATE)
+    return gold_reconciliation(described, rows, _read(spark, TOMBSTONES_TABLE, pins), staged)
+
+
+# What of the shared tables a gold table's summary row reads (``gold_reconciliation``):
+# its tombstones, and its staged states.
+SLICE_COLUMNS = {
+    TOMBSTONES_TABLE: ("table_name", "record_key", "seq"),
+    PENDING_TABLE: ("table_name", "_record_key", "_live", "_seq", "_change_id", "_reject_reason"),
+}
+
+
+def gold_slices(spark: SparkSession, pins: Mapping[str, int]) -> DataFrame:
+    """Per ``table_name``: a fingerprint of its rows in the tombstone table and of its
+    staged states (``row_kind = state``), each read at its version in ``pins``. Equal
+    fingerprints, equal rows for that table's summary (a count and two sums of row
+    hashes, so the order of rows does not matter)."""
+    parts = []
+    for table, columns in SLICE_COLUMNS.items():
+        frame = _read(spark, table, pins)
+        if table == PENDING_TABLE:
+            frame = frame.where(F.col("row_kind") == STATE)
+        row = F.struct(*columns)
+        parts.append(
+            frame.groupBy("table_name").agg(
+                F.concat_ws(
+                    ":",
+                    F.lit(table),
+                    F.count(F.lit(1)),
+                    # Decimal sums: a sum of 64-bit hashes overflows a bigint (an error
+                    # under ANSI mode).
+                    F.sum(F.xxhash64(row).cast("decimal(20,0)")),
+                    F.sum(F.hash(row).cast("decimal(20,0)")),
+                ).alias("part")
+            )
+        )
+    return (
+        _union(parts)
+        .groupBy("table_name")
+        .agg(F.concat_ws(" ", F.array_sort(F.collect_list("part"))).alias("fingerprint"))
+    )
 
 
 _BUILDERS: dict[str, Callable[[SparkSession, LakehouseConfig, CheckpointSpec], DataFrame]] = {

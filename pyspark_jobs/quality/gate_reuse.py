@@ -25,6 +25,9 @@ Safe by construction:
 - the stored result is used only when its Data Docs page is still there (the report
   links to it);
 - ``lakehouse validate`` never looks here: it always validates.
+
+When the gold gate must validate, it counts again only the gold tables that changed
+(``gold_plan``, below; docs/quality.md).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -43,10 +47,21 @@ from pyspark.sql import SparkSession
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.delta_log import version_with_id
 from pyspark_jobs.errors import describe
+from pyspark_jobs.gold.staging import PENDING_TABLE
+from pyspark_jobs.gold.tables import TOMBSTONES_TABLE, gold_table_name
+from pyspark_jobs.job_names import named_jobs
 from pyspark_jobs.quality import frames
-from pyspark_jobs.quality.definitions import EXPECTATIONS_DIR, load_checkpoint
-from pyspark_jobs.quality.gates import GateResult, parameters_for, run_gate
+from pyspark_jobs.quality.definitions import EXPECTATIONS_DIR, CheckpointSpec, load_checkpoint
+from pyspark_jobs.quality.gates import (
+    GateResult,
+    Summary,
+    parameters_for,
+    run_gate,
+    sorted_rows,
+    summary_rows,
+)
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
+from pyspark_jobs.small_inputs import interpreted_when_small
 from pyspark_jobs.storage import replace_local_text
 
 MISSING = "missing"
@@ -127,39 +142,166 @@ def record_path(settings: Settings, layer: str) -> Path:
     return settings.state_dir / "gates" / f"{layer}.json"
 
 
-def load_passed(settings: Settings, layer: str, inputs: dict[str, Any]) -> dict[str, Any] | None:
-    """The stored result of the layer's last passed validation, when its inputs were
-    ``inputs`` and its Data Docs page is still there; else None."""
+def load_record(settings: Settings, layer: str) -> dict[str, Any] | None:
+    """The layer's stored record (``inputs``, ``result``, for gold ``slices``) when it is
+    a passed validation's; else None."""
     try:
         stored = json.loads(record_path(settings, layer).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(stored, dict) or stored.get("inputs") != inputs:
+    if not isinstance(stored, dict) or not isinstance(stored.get("inputs"), dict):
         return None
     result = stored.get("result")
     if not isinstance(result, dict) or not result.get("run_name"):
         return None
     if result.get("success") is not True or result.get("reused_from"):
         return None
+    return stored
+
+
+def load_passed(settings: Settings, layer: str, inputs: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored result of the layer's last passed validation, when its inputs were
+    ``inputs`` and its Data Docs page is still there; else None."""
+    stored = load_record(settings, layer)
+    if stored is None or stored["inputs"] != inputs:
+        return None
+    result: dict[str, Any] = stored["result"]
     pages = [cp.get("data_docs_page") for cp in result.get("checkpoints", [])]
     if not pages or not all(page and Path(page).is_file() for page in pages):
         return None
     return result
 
 
-def store(settings: Settings, layer: str, inputs: dict[str, Any] | None, gate: GateResult) -> None:
-    """Keep a passed gate's inputs and result, whole or not at all; any other outcome
-    (a failure, unknown inputs) removes what was kept, so the next run validates."""
+def store(
+    settings: Settings,
+    layer: str,
+    inputs: dict[str, Any] | None,
+    gate: GateResult,
+    slices: dict[str, str] | None = None,
+) -> None:
+    """Keep a passed gate's inputs and result (and the gold tables' ``slices``), whole or
+    not at all; any other outcome (a failure, unknown inputs) removes what was kept, so
+    the next run validates."""
     if inputs is None or not gate.success:
         forget(settings, layer)
         return
-    text = json.dumps({"inputs": inputs, "result": gate.as_dict()}, default=str)
-    replace_local_text(record_path(settings, layer), text)
+    record: dict[str, Any] = {"inputs": inputs, "result": gate.as_dict()}
+    if slices is not None:
+        record["slices"] = slices
+    replace_local_text(record_path(settings, layer), json.dumps(record, default=str))
 
 
 def forget(settings: Settings, layer: str) -> None:
     """Drop the layer's stored pass (a failed ``lakehouse validate``)."""
     record_path(settings, layer).unlink(missing_ok=True)
+
+
+# --- the gold gate: count again only the tables that changed ----------------------------
+#
+# A gold table's summary row reads nothing but its own table, its rows of the tombstone
+# table and its staged states (``frames.gold_reconciliation`` groups, windows and joins by
+# table). So when only tables changed since the gold gate last passed, the rows of the
+# tables whose version, tombstones and staged states are all as they were are taken from
+# that validation, and the others are counted again; GX then validates the whole summary
+# as always. The tombstone and pending tables change in every apply, for a few tables: a
+# fingerprint of each table's part of them (``frames.gold_slices``), read at the versions
+# the inputs recorded (as the summary is), says which. Versions only grow, fingerprints
+# could come back: hence both reads pinned to one version.
+
+GOLD_FRAME = "gold_reconciliation"
+SHARED_GOLD_TABLES = (TOMBSTONES_TABLE, PENDING_TABLE)
+
+
+def shared_pins(inputs: dict[str, Any]) -> dict[str, int]:
+    """The versions of the tombstone and pending tables the inputs recorded."""
+    pins = {}
+    for table in SHARED_GOLD_TABLES:
+        recorded = str(inputs["tables"].get(table, MISSING))
+        if recorded == MISSING:
+            raise frames.MissingTable(f"{table} does not exist yet: build the layer first")
+        pins[table] = int(recorded.rsplit("@", 1)[1])
+    return pins
+
+
+def gold_slices(
+    spark: SparkSession, config: LakehouseConfig, pins: dict[str, int]
+) -> dict[str, str]:
+    """``{gold table: fingerprint}`` of what each configured table's summary row reads of
+    the tombstone and pending tables at ``pins`` (empty when it has nothing there)."""
+    with (
+        named_jobs(spark, "gold gate: slices"),
+        interpreted_when_small(spark, "gold gate", SHARED_GOLD_TABLES),
+    ):
+        rows = frames.gold_slices(spark, pins).collect()  # a small row per gold table name
+    found = {r["table_name"]: r["fingerprint"] for r in rows}
+    return {gold_table_name(e): found.get(e.table, "") for _, e in config.tables()}
+
+
+def tables_to_recount(
+    previous: dict[str, Any], inputs: dict[str, Any], slices: dict[str, str]
+) -> list[str] | None:
+    """The gold tables (of ``slices``) whose summary rows must be counted again since
+    ``previous``, a stored passed gold validation: those whose version or slice differs,
+    or that it has no row of. None when no row can be taken from it: anything but the
+    tables changed (config, definitions, code), or it kept no slices."""
+    before = previous["inputs"]
+    if any(before.get(k) != inputs.get(k) for k in ("layer", "config", "definitions", "code")):
+        return None
+    kept = previous.get("slices")
+    checkpoints = previous["result"].get("checkpoints") or [{}]
+    if not isinstance(kept, dict) or len(checkpoints) != 1:
+        return None
+    counted = {row.get("table") for row in checkpoints[0].get("rows") or []}
+    versions, now = before.get("tables") or {}, inputs["tables"]
+    return sorted(
+        table
+        for table, fingerprint in slices.items()
+        if table not in counted
+        or kept.get(table) != fingerprint
+        or versions.get(table) != now.get(table)
+    )
+
+
+@dataclass
+class GoldPlan:
+    """How the gold gate computes its summary in this run: ``summary`` for ``run_gate``,
+    the ``slices`` to keep with its result, and, when rows are taken from an earlier
+    validation, the tables ``recounted`` and the run ``rows_from``."""
+
+    summary: Callable[[CheckpointSpec], Summary]
+    slices: dict[str, str]
+    recounted: list[str] | None = None
+    rows_from: str = ""
+
+
+def gold_plan(
+    spark: SparkSession, settings: Settings, config: LakehouseConfig, inputs: dict[str, Any]
+) -> GoldPlan:
+    """The gold summary at the pinned versions of ``inputs``: of the changed tables only,
+    with the others' rows from the last passed validation, when there is one to take
+    them from; else of every table."""
+    pins = shared_pins(inputs)
+    slices = gold_slices(spark, config, pins)
+    previous = load_record(settings, "gold")
+    recount = None if previous is None else tables_to_recount(previous, inputs, slices)
+    if previous is None or recount is None or set(recount) == set(slices):
+
+        def whole(spec: CheckpointSpec) -> Summary:
+            return summary_rows(spark, config, spec, frames.gold_frame(spark, config, pins=pins))
+
+        return GoldPlan(whole, slices)
+    kept = [
+        row
+        for row in previous["result"]["checkpoints"][0]["rows"]
+        if row.get("table") in slices and row.get("table") not in recount
+    ]
+
+    def partial(spec: CheckpointSpec) -> Summary:
+        frame = frames.gold_frame(spark, config, only=recount, pins=pins)
+        fresh, columns = summary_rows(spark, config, spec, frame)
+        return sorted_rows(spec, kept + fresh), columns
+
+    return GoldPlan(partial, slices, recount, previous["result"]["run_name"])
 
 
 def gate_in_run(
@@ -171,7 +313,8 @@ def gate_in_run(
     log: Callable[[str], None] = print,
 ) -> GateResult:
     """The layer's gate in a pipeline run: the stored pass when nothing the gate reads
-    changed since, else a validation (``run_gate``), kept when it passes.
+    changed since, else a validation (``run_gate``), kept when it passes. The gold gate
+    counts again only the tables that changed since its last pass (``gold_plan``).
 
     The result's ``seconds`` is the time spent deciding: reading the inputs, plus the
     validation when there was one (``timings["inputs"]``).
@@ -195,12 +338,29 @@ def gate_in_run(
             "passed then, not validated again"
         )
         return gate
-    log(f"{layer} gate: validating")
-    gate = run_gate(spark, settings, config, layer, run_name=run_name)
-    gate.seconds += decided
-    gate.timings = {"inputs": decided, **gate.timings}
+    plan: GoldPlan | None = None
     try:
-        store(settings, layer, inputs, gate)
+        if inputs is not None and load_checkpoint(layer).frame == GOLD_FRAME:
+            plan = gold_plan(spark, settings, config, inputs)
+    except Exception as exc:  # noqa: BLE001 - fail safe: count every table
+        log(f"{layer} gate: could not tell which tables changed ({describe(exc)})")
+    planned = time.time() - started - decided
+    if plan is not None and plan.recounted is not None:
+        log(
+            f"{layer} gate: validating; {len(plan.recounted)} of {len(plan.slices)} tables "
+            f"changed since run {plan.rows_from}: the others' rows are taken from it"
+        )
+    else:
+        log(f"{layer} gate: validating")
+    gate = run_gate(
+        spark, settings, config, layer, run_name=run_name, summary=plan.summary if plan else None
+    )
+    gate.seconds += decided + planned
+    gate.timings = {"inputs": decided, **({"slices": planned} if plan else {}), **gate.timings}
+    if plan is not None and plan.recounted is not None:
+        gate.recounted, gate.rows_from = plan.recounted, plan.rows_from
+    try:
+        store(settings, layer, inputs, gate, plan.slices if plan else None)
     except OSError as exc:  # the gate's verdict stands; the next run validates again
         log(f"{layer} gate: could not keep its result for later runs ({describe(exc)})")
     return gate

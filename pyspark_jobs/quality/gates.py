@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.errors import describe
@@ -76,6 +77,9 @@ class GateResult:
     ``reused_from``: set when the gate was not validated because nothing it checks
     changed since it passed in that run (``gate_reuse``): its checkpoints, checks and
     Data Docs page are that run's validation.
+    ``recounted``, ``rows_from``: set when the gate validated a summary of which only the
+    rows of the ``recounted`` gold tables were computed; the other tables' rows are those
+    validated in run ``rows_from``, whose inputs they still have (``gate_reuse``).
     """
 
     layer: str
@@ -86,6 +90,8 @@ class GateResult:
     run_name: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     reused_from: str = ""
+    recounted: list[str] = field(default_factory=list)
+    rows_from: str = ""
 
     @classmethod
     def reused(cls, stored: dict[str, Any], run_name: str, seconds: float) -> GateResult:
@@ -289,22 +295,31 @@ def _show_detail(detail: Any) -> str:
     return ", ".join(map(str, detail)) if isinstance(detail, list) else str(detail)
 
 
+Summary = tuple[list[dict[str, Any]], list[str]]
+
+
 def summary_rows(
-    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """The layer's summary frame, computed by one Spark query and collected: its rows
-    (sorted by the index) and columns.
+    spark: SparkSession,
+    config: LakehouseConfig,
+    spec: CheckpointSpec,
+    frame: DataFrame | None = None,
+) -> Summary:
+    """The layer's summary frame (or ``frame``, built by the caller), computed by one
+    Spark query and collected: its rows (sorted by the index) and columns.
 
     The frame has one row per source or gold table, small by construction, so it is
     collected to the driver once and GX validates that copy (no Spark job per expectation).
     """
     with named_jobs(spark, f"{spec.layer} gate: summary"):
-        frame = build_frame(spark, config, spec)
+        frame = build_frame(spark, config, spec) if frame is None else frame
         rows = [r.asDict(recursive=True) for r in frame.collect()]
+    return sorted_rows(spec, [{k: _plain(v) for k, v in r.items()} for r in rows]), frame.columns
+
+
+def sorted_rows(spec: CheckpointSpec, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Summary rows in the order of the layer's index (stable reports and Data Docs)."""
     index = spec.index[0] if spec.index else None
-    if index:
-        rows.sort(key=lambda r: _row_name(r.get(index)))
-    return [{k: _plain(v) for k, v in r.items()} for r in rows], frame.columns
+    return sorted(rows, key=lambda r: _row_name(r.get(index))) if index else rows
 
 
 def validate_summary(
@@ -344,13 +359,17 @@ def run_checkpoint(
     spec: CheckpointSpec,
     run_name: str,
     timings: dict[str, float],
+    summary: Callable[[CheckpointSpec], Summary] | None = None,
 ) -> tuple[CheckpointOutcome, Any]:
-    """Build the summary, validate it, and record every check; an error (a missing table,
-    an expectation GX rejects) fails the checkpoint. Returns the outcome and the stored
-    result's key (None on error)."""
+    """Build the summary (``summary``, by default ``summary_rows``), validate it, and
+    record every check; an error (a missing table, an expectation GX rejects) fails the
+    checkpoint. Returns the outcome and the stored result's key (None on error)."""
     try:
         started = time.time()
-        rows, columns = summary_rows(spark, config, spec)
+        if summary is None:
+            rows, columns = summary_rows(spark, config, spec)
+        else:
+            rows, columns = summary(spec)
         timings["summary"] = time.time() - started
         started = time.time()
         outcome, key = validate_summary(
@@ -394,11 +413,13 @@ def run_gate(
     config: LakehouseConfig,
     layer: str,
     run_name: str | None = None,
+    summary: Callable[[CheckpointSpec], Summary] | None = None,
 ) -> GateResult:
     """Validate one layer as it is now; results go to the lake's GX context and Data Docs.
 
     ``run_name`` names the GX run (the lakehouse run id, so Data Docs and the run
-    summary name the same run).
+    summary name the same run). ``summary``: what computes the summary rows, when not
+    ``summary_rows`` (``gate_reuse`` recounts only the gold tables that changed).
     """
     started = time.time()
     since = datetime.now(timezone.utc)
@@ -413,7 +434,7 @@ def run_gate(
     # The gate's queries over small tables run interpreted, as silver's and gold's do (a
     # gate's output is its result: no line about it).
     with interpreted_when_small(spark, f"{layer} gate", tables_read(config, layer)):
-        outcome, key = run_checkpoint(spark, config, context, spec, run_name, timings)
+        outcome, key = run_checkpoint(spark, config, context, spec, run_name, timings, summary)
     docs_started = time.time()
     gx_context.build_docs(context, since, suites=(spec.suite["name"],))
     if key is not None:

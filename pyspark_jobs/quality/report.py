@@ -209,6 +209,14 @@ def _gate_card(layer: str, gate: dict[str, Any] | None, link: Callable[[str], st
             f"changed since run <strong>{escape(reused)}</strong>, where it passed. The checks "
             "and values below, and the Data Docs page, are that run's validation.</p>"
         )
+    elif gate.get("rows_from"):
+        recounted = gate.get("recounted", [])
+        parts.append(
+            f'<p class="reused">Validated in this run. Only {len(recounted)} table(s) changed '
+            f"since run <strong>{escape(gate['rows_from'])}</strong>, where this gate passed "
+            f"({escape(', '.join(recounted)) or 'none'}): their rows were counted again, the "
+            "other tables' rows are that run's.</p>"
+        )
     for cp in gate.get("checkpoints", []):
         page = cp.get("data_docs_page")
         docs = (

@@ -19,7 +19,8 @@ from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.delta_log import latest_version
-from pyspark_jobs.quality import frames, gate_reuse
+from pyspark_jobs.gold.tables import TOMBSTONES_TABLE
+from pyspark_jobs.quality import frames, gate_reuse, gates
 from pyspark_jobs.quality.definitions import EXPECTATIONS_DIR, LAYERS, load_checkpoint
 from pyspark_jobs.run_summary import RunSummary, format_summary
 from pyspark_jobs.settings import Settings
@@ -111,8 +112,41 @@ def test_a_commit_to_a_gold_table_validates_the_gold_gate_again(
     assert code == 0, output
     gates = latest_run(settings)["gates"]
     assert gates["bronze"]["reused_from"] == gates["silver"]["reused_from"] == first_run["run_id"]
-    assert validated(gates["gold"]) and gates["gold"]["success"]
-    assert "gold gate: validating" in output
+    gold = gates["gold"]
+    assert validated(gold) and gold["success"]
+    # Only gold.users changed: its row is counted again, the others' are the first run's.
+    first = first_run["run_id"]
+    tables = len(list(sample_config.tables()))
+    assert f"gold gate: validating; 1 of {tables} tables changed since run {first}" in output
+    assert gold["recounted"] == ["gold.users"] and gold["rows_from"] == first
+    assert gold["checkpoints"][0]["rows"] == whole_gold_summary(spark, sample_config)
+    printed = format_summary(RunSummary(**latest_run(settings)))
+    assert f"counted again: 1 changed tables; the others' rows from run {first}" in printed
+    assert f"Only 1 table(s) changed since run <strong>{first}</strong>" in report_text(settings)
+
+
+def whole_gold_summary(spark: SparkSession, config: LakehouseConfig) -> list[dict]:
+    """The gold gate's summary rows as a validation of every table computes them."""
+    rows, _ = gates.summary_rows(spark, config, load_checkpoint("gold"))
+    return rows
+
+
+def test_a_changed_tombstone_counts_its_table_again(
+    first_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
+):
+    # A write to the shared tombstone table that changes one table's tombstones only.
+    name = spark.table(TOMBSTONES_TABLE).select("table_name").first()[0]
+    tombstones = latest_version(spark, TOMBSTONES_TABLE)
+    spark.sql(f"delete from {TOMBSTONES_TABLE} where table_name = '{name}'")
+
+    code, output = run_logged(spark, settings, sample_config)
+
+    assert code == 0, output
+    gold = latest_run(settings)["gates"]["gold"]
+    assert validated(gold) and gold["success"]
+    assert gold["recounted"] == [f"gold.{name}"]
+    assert gold["checkpoints"][0]["rows"] == whole_gold_summary(spark, sample_config)
+    spark.sql(f"restore table {TOMBSTONES_TABLE} to version as of {tombstones}")
 
 
 def test_a_hand_edit_that_breaks_a_check_fails_the_gold_gate(
