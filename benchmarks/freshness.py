@@ -35,7 +35,7 @@ from pyspark_jobs.settings import Settings
 VISIBLE = ("insert", "update_postimage")
 
 
-class _Lines:
+class OutputLines:
     """A process's output lines with the time each arrived."""
 
     def __init__(self, proc: subprocess.Popen[str]) -> None:
@@ -66,7 +66,7 @@ class _Lines:
         raise TimeoutError(f"lakehouse run --every: no such line within {timeout} s")
 
 
-def _cycle_end(line: str) -> bool:
+def cycle_end(line: str) -> bool:
     return line.startswith("cycle ") and " in " in line and not line.endswith("started")
 
 
@@ -98,11 +98,11 @@ def measure_freshness(
         env=child_env(),
         start_new_session=True,
     )
-    output = _Lines(proc)
+    output = OutputLines(proc)
     produced: list[int] = []
     try:
         with RssSampler(proc.pid) as sampler:
-            output.wait_for(_cycle_end, 0.0, timeout)
+            output.wait_for(cycle_end, 0.0, timeout)
             started = time.time()
 
             def produce() -> None:
@@ -121,7 +121,7 @@ def measure_freshness(
             last_landed = time.time()
             # The first cycle that starts after the last file landed applies it.
             output.wait_for(lambda line: line.endswith(": started"), last_landed, timeout)
-            output.wait_for(_cycle_end, last_landed, timeout)
+            output.wait_for(cycle_end, last_landed, timeout)
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(timeout=timeout)
     finally:
@@ -134,7 +134,7 @@ def measure_freshness(
     cycles = [
         float(line.rsplit(" in ", 1)[1].split()[0])
         for at, line in output.lines
-        if _cycle_end(line) and at > started
+        if cycle_end(line) and at > started
     ]
     stats = start_part(
         "benchmarks.freshness",

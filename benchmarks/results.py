@@ -228,9 +228,46 @@ def markdown(results: dict[str, Any]) -> str:
                 ]
             ],
         )
+    lines.append("")
+    lines += warm_cycles_table(results["warm_cycles"])
     if results.get("problems"):
         lines += ["", "**Problems:**", *(f"- {p}" for p in results["problems"])]
     return "\n".join(lines) + "\n"
+
+
+WARM_TARGETS = {"one_table": "≤ 5 s", "spread": "≤ 20 s"}
+
+
+def warm_cycles_table(warm: dict[str, Any]) -> list[str]:
+    """The warm-cycle table: each batch's steady cycle (the first in parentheses), split
+    by stage."""
+    if "error" in warm:
+        return [f"Warm cycles: {_error(warm)}"]
+    rows = []
+    for kind, label in (("one_table", "to one table"), ("spread", "over every table")):
+        batch = warm[kind]
+        first, steady = batch["cycles"][0], batch["cycles"][-1]
+        rows.append(
+            [
+                f"{batch['changes']:,} changes {label}",
+                f"{_s(steady['seconds'])} ({_s(first['seconds'])})",
+                *(_s(steady["stages"][stage]) for stage in LAYER_NAMES),
+                WARM_TARGETS[kind],
+            ]
+        )
+    header = [
+        f"warm cycle, `run --every 3`, {warm['tables']} tables",
+        "seconds (first)",
+        *LAYER_NAMES,
+        "target",
+    ]
+    return [
+        *_table(header, rows),
+        "",
+        f"The first, cold cycle (creating the {warm['tables']} tables, "
+        f"{warm['base_keys']} rows each): {_s(warm['cold_cycle_seconds'])} s; driver peak RSS "
+        f"in the warm cycles {_gib(warm['peak_rss_bytes'])}.",
+    ]
 
 
 def chart(results: dict[str, Any], path: Path) -> None:

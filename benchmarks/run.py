@@ -9,7 +9,9 @@ In one run, on the same landing files and machine:
   table checked equal to ours first) and Spark's AUTO CDC flow (refused on Delta today:
   the refusal is reported);
 - cost growth: a batch touching 1 % of the keys, on a base of B keys and of 4B keys;
-- freshness: ``lakehouse run --every`` while a producer lands files at a steady rate.
+- freshness: ``lakehouse run --every`` while a producer lands files at a steady rate;
+- warm cycles: one ``lakehouse run --every`` cycle applying 100 changes to one table, and
+  one applying 1,000 changes spread over 24 tables (``benchmarks.warm_cycles``).
 
 Each measurement runs in a process of its own (see ``benchmarks.child``). Results go to
 ``bench-results/`` (git-ignored): ``results.json``, ``results.md``, ``results.png``.
@@ -102,6 +104,7 @@ def problems(results: dict[str, Any]) -> list[str]:
     fresh = results["freshness"]
     if part("freshness", fresh) and not fresh["visible_rows"]:
         found.append("freshness: no change became visible in gold")
+    part("warm cycles", results["warm_cycles"])
     return found
 
 
@@ -275,6 +278,15 @@ def main(argv: list[str] | None = None) -> int:
             rate=args.rate,
             duration=args.duration,
             every=args.every,
+        ),
+        log,
+    )
+    results["warm_cycles"] = _attempt(
+        "warm cycles",
+        lambda: call_in_child(
+            "benchmarks.warm_cycles:measure_warm_cycles",
+            work / "warm-cycles",
+            folder=str(work / "warm-cycles" / "run"),
         ),
         log,
     )

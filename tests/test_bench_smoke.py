@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from benchmarks.compare import differences
 from benchmarks.generate import CASSANDRA, DEBEZIUM, SOURCES, TIGERGRAPH, Workload
+from benchmarks.warm_cycles import WIDE, WideWorkload, spread
 from pyspark_jobs.settings import PROJECT_ROOT
 
 GOLD_TABLES = {"gold.users", "gold.customers", "gold.tg_person", "gold.tg_company",
@@ -74,6 +75,31 @@ def test_the_workload_is_seeded_and_has_disorder_and_redeliveries(tmp_path: Path
     assert Counter(r["value"]["op"] for r in records[CASSANDRA] if r["value"]).keys() == {
         "i", "u", "d"
     }  # fmt: skip
+
+
+def test_the_warm_cycle_batches_touch_each_key_once(tmp_path: Path):
+    assert spread(["a", "b", "c"], 10) == {"a": 4, "b": 3, "c": 3}
+    workload = WideWorkload(3)
+    workload.write(tmp_path, dict.fromkeys(workload.tables, 10), now_ms=1)
+    workload.write(tmp_path, {"t01": 10, "t03": 5}, now_ms=2)
+    files = sorted((tmp_path / WIDE).glob("*.jsonl"))
+    assert [p.name for p in files] == ["part-000001.jsonl", "part-000002.jsonl"]
+    base, batch = ([json.loads(line) for line in p.read_text().splitlines()] for p in files)
+    assert Counter(r["value"]["op"] for r in base) == {"c": 30}
+    ops = Counter((r["topic"], r["value"]["op"]) for r in batch)
+    # a fifth new keys, the rest updates of existing ones
+    assert ops == {("shop.public.t01", "u"): 8, ("shop.public.t01", "c"): 2,
+                   ("shop.public.t03", "u"): 4, ("shop.public.t03", "c"): 1}  # fmt: skip
+    keys = [(r["topic"], r["key"]["ID"]) for r in batch]
+    assert len(keys) == len(set(keys))
+    assert workload.keys == {"t01": 12, "t02": 10, "t03": 11}
+    for topic in ("shop.public.t01", "shop.public.t03"):
+        offsets = [r["offset"] for r in base + batch if r["topic"] == topic]
+        assert offsets == list(range(len(offsets)))
+    positions = [r["value"]["source"]["lsn"] for r in base + batch]
+    assert positions == sorted(set(positions))
+    with pytest.raises(ValueError, match="t02: 16 updates, 10 keys"):
+        workload.write(tmp_path, {"t02": 20}, now_ms=3)
 
 
 def test_differences_counts_rows_only_on_one_side(spark: SparkSession):
@@ -145,12 +171,23 @@ def test_the_bench_at_a_tiny_size_fills_every_figure(tmp_path: Path):
     assert fresh["visible_rows"] > 0
     assert 0 < fresh["p50_seconds"] <= fresh["p95_seconds"] <= fresh["max_seconds"]
 
+    warm = results["warm_cycles"]
+    assert warm["tables"] == 24 and _positive(warm["cold_cycle_seconds"])
+    for kind, changes, tables in (("one_table", 100, 1), ("spread", 1000, 24)):
+        batch = warm[kind]
+        assert (batch["changes"], batch["tables"], len(batch["cycles"])) == (changes, tables, 2)
+        for cycle in batch["cycles"]:
+            assert _positive(cycle["seconds"])
+            assert set(cycle["stages"]) == {"bronze", "silver", "gold", "gates"}
+            assert 0 < sum(cycle["stages"].values()) <= cycle["seconds"]
+
     table = (out / "results.md").read_text()
     headings = (
         "| end to end, all sources |",
         "| Debezium part (308 records) |",
         "| cost growth: a 1 % batch |",
         "| freshness, `run --every 0` at 40 events/s",
+        "| warm cycle, `run --every 3`, 24 tables |",
     )
     for heading in headings:
         assert heading in table

@@ -1,0 +1,257 @@
+"""Warm continuous cycles: what one ``lakehouse run --every`` cycle costs when little
+changed, the two "warm cycle" targets of issue 12.
+
+One Debezium source with ``tables`` tables (24 by default), a base of ``BASE_KEYS`` rows
+in each, applied by a first (cold) cycle. Then, one cycle apart, batches land as one file
+each and the cycle that applies a batch is timed (its own wall time and its run summary's
+stage times):
+
+- ``one_table``: ``ONE_TABLE_CHANGES`` changes to one table;
+- ``spread``: ``SPREAD_CHANGES`` changes spread evenly over every table.
+
+Part of ``make bench``; alone (a fresh lake under a temporary folder, the table printed)::
+
+    .venv/bin/python -m benchmarks.warm_cycles [--tables 24]
+
+Each batch is landed twice: the first cycle of a new kind of batch pays one-off costs (a
+changed dbt var makes dbt parse the project again), the second is the steady figure. A
+batch is a fifth new keys, the rest updates of existing ones, each key once, so the
+cycle's run summary must show exactly the batch's changes applied per table and the
+tables' row counts grown by the new keys: the bench checks both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks import results
+from benchmarks.child import child_env
+from benchmarks.freshness import OutputLines, cycle_end
+from benchmarks.rss import RssSampler
+
+WIDE = "bench_wide"
+COLUMNS = {"ID": "bigint", "NAME": "string", "COINS": "bigint"}
+BASE_KEYS = 100
+ONE_TABLE_CHANGES = 100
+SPREAD_CHANGES = 1000
+NEW_KEYS_SHARE = 0.2
+STAGES = ("bronze", "silver", "gold", "gates")
+
+
+def table_names(tables: int) -> list[str]:
+    return [f"t{n:02d}" for n in range(1, tables + 1)]
+
+
+def wide_config(landing_root: Path, tables: int) -> dict[str, Any]:
+    """A sources file: one Debezium source, one entity per table of ``table_names``."""
+    return {
+        "quality": {"quarantine_rate_max": 0.01, "reject_rate_max": 0.01},
+        "sources": [
+            {
+                "name": WIDE,
+                "format": "debezium",
+                "landing": str(landing_root / WIDE),
+                "entities": [
+                    {"name": f"shop.{t}", "table": t, "key": ["ID"], "columns": COLUMNS}
+                    for t in table_names(tables)
+                ],
+            }
+        ],
+    }
+
+
+class WideWorkload:
+    """Debezium changes to ``tables`` tables; successive batches continue the streams
+    (offsets, log positions, which keys exist)."""
+
+    def __init__(self, tables: int) -> None:
+        self.tables = table_names(tables)
+        self.keys = dict.fromkeys(self.tables, 0)  # keys 1..n exist
+        self.offsets = dict.fromkeys(self.tables, 0)
+        self.lsn = 0
+        self.files = 0
+
+    def write(self, landing_root: Path, changes: dict[str, int], now_ms: int) -> None:
+        """Land one file: ``changes[table]`` changes to each table (a ``NEW_KEYS_SHARE`` of
+        them creates of new keys, the others updates of distinct existing keys)."""
+        plan = {}
+        for table, count in changes.items():
+            new = count if not self.keys[table] else round(count * NEW_KEYS_SHARE)
+            if count - new > self.keys[table]:
+                raise ValueError(f"{table}: {count - new} updates, {self.keys[table]} keys")
+            plan[table] = (count - new, new)
+        lines = []
+        for table, (updated, new) in plan.items():
+            ids = [(i, "u") for i in range(1, updated + 1)]
+            ids += [(self.keys[table] + i, "c") for i in range(1, new + 1)]
+            self.keys[table] += new
+            for key, op in ids:
+                self.lsn += 1
+                row = {"ID": key, "NAME": f"{table} {key} v{self.lsn}", "COINS": self.lsn}
+                source = {"db": "shop", "table": table, "ts_ms": now_ms, "lsn": self.lsn}
+                value = {"op": op, "before": None, "after": row, "source": source}
+                record = {
+                    "topic": f"shop.public.{table}",
+                    "partition": 0,
+                    "offset": self.offsets[table],
+                    "timestamp": now_ms,
+                    "key": {"ID": key},
+                    "value": value,
+                }
+                self.offsets[table] += 1
+                lines.append(json.dumps(record, separators=(",", ":")))
+        folder = landing_root / WIDE
+        folder.mkdir(parents=True, exist_ok=True)
+        self.files += 1
+        aside = landing_root / f".{WIDE}-{self.files:06d}.tmp"
+        aside.write_text("\n".join(lines) + "\n")
+        # Renamed into place: a running ingest never reads half a file.
+        os.replace(aside, folder / f"part-{self.files:06d}.jsonl")
+
+
+def spread(tables: list[str], changes: int) -> dict[str, int]:
+    """``changes`` over ``tables`` as evenly as they go."""
+    each, extra = divmod(changes, len(tables))
+    return {t: each + (1 if i < extra else 0) for i, t in enumerate(tables)}
+
+
+def _cycle_applying(
+    output: OutputLines, landed: float, timeout: float
+) -> tuple[float, dict[str, Any]]:
+    """The wall time and run summary of the first cycle ending after ``landed`` that
+    applied something to gold."""
+    after = landed
+    while True:
+        at, line = output.wait_for(cycle_end, after, timeout)
+        if "succeeded" not in line:
+            raise RuntimeError(f"a warm cycle did not succeed: {line}")
+        summaries = [
+            text.removeprefix("run summary: ")
+            for seen, text in output.lines
+            if after < seen <= at and text.startswith("run summary: ")
+        ]
+        if not summaries:
+            raise RuntimeError(f"no run summary before {line!r}")
+        summary = json.loads(Path(summaries[-1]).read_text())
+        if any(summary["layers"].get("gold", {}).get("applied", {}).values()):
+            return float(line.rsplit(" in ", 1)[1].split()[0]), summary
+        after = at
+
+
+def _stage_seconds(summary: dict[str, Any]) -> dict[str, float]:
+    timings = summary["timings"]
+    return {
+        "bronze": timings.get("bronze", 0.0),
+        "silver": timings.get("silver", 0.0),
+        "gold": timings.get("gold", 0.0),
+        "gates": sum(v for k, v in timings.items() if k.endswith(" gate")),
+    }
+
+
+def _check(
+    summary: dict[str, Any], changes: dict[str, int], rows: dict[str, int], kind: str
+) -> None:
+    """The cycle applied exactly the batch: its changes per table, its new keys."""
+    gold = summary["layers"]["gold"]
+    applied = {t.removeprefix("gold."): n for t, n in gold["applied"].items() if n}
+    if applied != changes:
+        raise RuntimeError(f"{kind}: applied {applied}, landed {changes}")
+    held = {t.removeprefix("gold."): n for t, n in gold["rows"].items()}
+    if held != rows:
+        raise RuntimeError(f"{kind}: gold holds {held} rows, expected {rows}")
+
+
+def measure_warm_cycles(folder: str, tables: int = 24, timeout: float = 1800) -> dict[str, Any]:
+    """Run ``lakehouse run --every`` on a fresh lake of ``tables`` tables and time the
+    cycles that apply each batch (see the module docstring)."""
+    work = Path(folder)
+    landing, lake = work / "landing", work / "lake"
+    config = work / "config" / "sources.yml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(yaml.safe_dump(wide_config(landing, tables), sort_keys=False))
+    workload = WideWorkload(tables)
+    names = workload.tables
+    workload.write(landing, dict.fromkeys(names, BASE_KEYS), now_ms=int(time.time() * 1000))
+    command = [
+        str(Path(sys.executable).with_name("lakehouse")),
+        "--lake-root", str(lake), "--config", str(config), "run", "--every", "3",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=child_env(),
+        start_new_session=True,
+    )
+    output = OutputLines(proc)
+    batches = {
+        "one_table": {names[0]: ONE_TABLE_CHANGES},
+        "spread": spread(names, SPREAD_CHANGES),
+    }
+    figures: dict[str, Any] = {"tables": tables, "base_keys": BASE_KEYS}
+    try:
+        with RssSampler(proc.pid) as sampler:
+            cold_at, cold = output.wait_for(cycle_end, 0.0, timeout)
+            figures["cold_cycle_seconds"] = float(cold.rsplit(" in ", 1)[1].split()[0])
+            # One idle cycle: the first after the cold one still warms the JVM up.
+            output.wait_for(cycle_end, cold_at, timeout)
+            warm = time.time()
+            for kind, changes in batches.items():
+                cycles = []
+                for _ in range(2):
+                    landed = time.time()
+                    workload.write(landing, changes, now_ms=int(landed * 1000))
+                    seconds, summary = _cycle_applying(output, landed, timeout)
+                    _check(summary, changes, dict(workload.keys), kind)
+                    cycles.append({"seconds": seconds, "stages": _stage_seconds(summary)})
+                figures[kind] = {
+                    "changes": sum(changes.values()),
+                    "tables": len(changes),
+                    "cycles": cycles,
+                    "seconds": cycles[-1]["seconds"],
+                }
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=timeout)
+            figures["peak_rss_bytes"] = sampler.peak(warm)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        (work / "lakehouse.log").write_text("\n".join(line for _, line in output.lines) + "\n")
+    if code != 0:
+        raise RuntimeError(f"lakehouse run --every exited {code}; see {work / 'lakehouse.log'}")
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.warm_cycles",
+        description="The warm-cycle part of `make bench` alone: its JSON and table.",
+    )
+    parser.add_argument("--tables", type=int, default=24, help="tables (default 24)")
+    parser.add_argument("--work", type=Path, help="folder for the lake (default: temporary)")
+    args = parser.parse_args(argv)
+    work = args.work or Path(tempfile.mkdtemp(prefix="lakehouse-warm-"))
+    figures = measure_warm_cycles(str(work), tables=args.tables)
+    print(json.dumps(figures, indent=2, sort_keys=True))
+    print("\n".join(results.warm_cycles_table(figures)))
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
