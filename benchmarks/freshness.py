@@ -15,59 +15,21 @@ continuous run has stopped and released the lake.
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from benchmarks.child import Params, child_env, run_part, start_part
+from benchmarks.child import Params, run_part, start_part
+from benchmarks.continuous import continuous_run, cycle_end, cycle_seconds
 from benchmarks.generate import Workload, write_bench_config
 from benchmarks.rss import RssSampler
 from pyspark_jobs.settings import Settings
 
 VISIBLE = ("insert", "update_postimage")
-
-
-class OutputLines:
-    """A process's output lines with the time each arrived."""
-
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.proc = proc
-        self.lines: list[tuple[float, str]] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append((time.time(), line.rstrip("\n")))
-
-    def wait_for(
-        self, wanted: Callable[[str], bool], after: float, timeout: float
-    ) -> tuple[float, str]:
-        """The first line arrived after ``after`` for which ``wanted(line)`` holds."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            for at, line in list(self.lines):
-                if at > after and wanted(line):
-                    return at, line
-            if self.proc.poll() is not None:
-                self._reader.join(timeout=5)
-                tail = "\n".join(line for _, line in self.lines[-15:])
-                raise RuntimeError(f"lakehouse run --every ended early:\n{tail}")
-            time.sleep(0.1)
-        raise TimeoutError(f"lakehouse run --every: no such line within {timeout} s")
-
-
-def cycle_end(line: str) -> bool:
-    return line.startswith("cycle ") and " in " in line and not line.endswith("started")
 
 
 def measure_freshness(
@@ -86,56 +48,30 @@ def measure_freshness(
     workload = Workload(keys, seed=seed, out_of_order=0.0, redelivered=0.0)
     # A first file, so the first (cold) cycle creates every table before the measurement.
     workload.write(landing, max(100, round(rate)), now_ms=int(time.time() * 1000))
-    command = [
-        str(Path(sys.executable).with_name("lakehouse")),
-        "--lake-root", str(lake), "--config", str(config), "run", "--every", str(every),
-    ]  # fmt: skip
-    proc = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=child_env(),
-        start_new_session=True,
-    )
-    output = OutputLines(proc)
     produced: list[int] = []
-    try:
-        with RssSampler(proc.pid) as sampler:
-            output.wait_for(cycle_end, 0.0, timeout)
-            started = time.time()
+    with (
+        continuous_run(lake, config, every, work / "lakehouse.log", timeout) as output,
+        RssSampler(output.proc.pid) as sampler,
+    ):
+        output.wait_for(cycle_end, 0.0, timeout)
+        started = time.time()
 
-            def produce() -> None:
-                tick = 0
-                while tick < duration:
-                    time.sleep(max(0.0, started + tick - time.time()))
-                    now_ms = int(time.time() * 1000)
-                    produced.append(
-                        sum(workload.write(landing, round(rate), now_ms=now_ms).values())
-                    )
-                    tick += 1
+        def produce() -> None:
+            tick = 0
+            while tick < duration:
+                time.sleep(max(0.0, started + tick - time.time()))
+                now_ms = int(time.time() * 1000)
+                produced.append(sum(workload.write(landing, round(rate), now_ms=now_ms).values()))
+                tick += 1
 
-            producer = threading.Thread(target=produce, name="producer")
-            producer.start()
-            producer.join()
-            last_landed = time.time()
-            # The first cycle that starts after the last file landed applies it.
-            output.wait_for(lambda line: line.endswith(": started"), last_landed, timeout)
-            output.wait_for(cycle_end, last_landed, timeout)
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    (work / "lakehouse.log").write_text("\n".join(line for _, line in output.lines) + "\n")
-    if code != 0:
-        raise RuntimeError(f"lakehouse run --every exited {code}; see {work / 'lakehouse.log'}")
-    cycles = [
-        float(line.rsplit(" in ", 1)[1].split()[0])
-        for at, line in output.lines
-        if cycle_end(line) and at > started
-    ]
+        producer = threading.Thread(target=produce, name="producer")
+        producer.start()
+        producer.join()
+        last_landed = time.time()
+        # The first cycle that starts after the last file landed applies it.
+        output.wait_for(lambda line: line.endswith(": started"), last_landed, timeout)
+        output.wait_for(cycle_end, last_landed, timeout)
+    cycles = [cycle_seconds(line) for at, line in output.lines if cycle_end(line) and at > started]
     stats = start_part(
         "benchmarks.freshness",
         {

@@ -26,8 +26,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,8 +35,7 @@ from typing import Any
 import yaml
 
 from benchmarks import results
-from benchmarks.child import child_env
-from benchmarks.freshness import OutputLines, cycle_end
+from benchmarks.continuous import OutputLines, continuous_run, cycle_end, cycle_seconds
 from benchmarks.rss import RssSampler
 
 WIDE = "bench_wide"
@@ -146,7 +143,7 @@ def _cycle_applying(
             raise RuntimeError(f"no run summary before {line!r}")
         summary = json.loads(Path(summaries[-1]).read_text())
         if any(summary["layers"].get("gold", {}).get("applied", {}).values()):
-            return float(line.rsplit(" in ", 1)[1].split()[0]), summary
+            return cycle_seconds(line), summary
         after = at
 
 
@@ -184,55 +181,35 @@ def measure_warm_cycles(folder: str, tables: int = 24, timeout: float = 1800) ->
     workload = WideWorkload(tables)
     names = workload.tables
     workload.write(landing, dict.fromkeys(names, BASE_KEYS), now_ms=int(time.time() * 1000))
-    command = [
-        str(Path(sys.executable).with_name("lakehouse")),
-        "--lake-root", str(lake), "--config", str(config), "run", "--every", "3",
-    ]  # fmt: skip
-    proc = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=child_env(),
-        start_new_session=True,
-    )
-    output = OutputLines(proc)
     batches = {
         "one_table": {names[0]: ONE_TABLE_CHANGES},
         "spread": spread(names, SPREAD_CHANGES),
     }
     figures: dict[str, Any] = {"tables": tables, "base_keys": BASE_KEYS}
-    try:
-        with RssSampler(proc.pid) as sampler:
-            cold_at, cold = output.wait_for(cycle_end, 0.0, timeout)
-            figures["cold_cycle_seconds"] = float(cold.rsplit(" in ", 1)[1].split()[0])
-            # One idle cycle: the first after the cold one still warms the JVM up.
-            output.wait_for(cycle_end, cold_at, timeout)
-            warm = time.time()
-            for kind, changes in batches.items():
-                cycles = []
-                for _ in range(2):
-                    landed = time.time()
-                    workload.write(landing, changes, now_ms=int(landed * 1000))
-                    seconds, summary = _cycle_applying(output, landed, timeout)
-                    _check(summary, changes, dict(workload.keys), kind)
-                    cycles.append({"seconds": seconds, "stages": _stage_seconds(summary)})
-                figures[kind] = {
-                    "changes": sum(changes.values()),
-                    "tables": len(changes),
-                    "cycles": cycles,
-                    "seconds": cycles[-1]["seconds"],
-                }
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(timeout=timeout)
-            figures["peak_rss_bytes"] = sampler.peak(warm)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        (work / "lakehouse.log").write_text("\n".join(line for _, line in output.lines) + "\n")
-    if code != 0:
-        raise RuntimeError(f"lakehouse run --every exited {code}; see {work / 'lakehouse.log'}")
+    with (
+        continuous_run(lake, config, 3, work / "lakehouse.log", timeout) as output,
+        RssSampler(output.proc.pid) as sampler,
+    ):
+        cold_at, cold = output.wait_for(cycle_end, 0.0, timeout)
+        figures["cold_cycle_seconds"] = cycle_seconds(cold)
+        # One idle cycle: the first after the cold one still warms the JVM up.
+        output.wait_for(cycle_end, cold_at, timeout)
+        warm = time.time()
+        for kind, changes in batches.items():
+            cycles = []
+            for _ in range(2):
+                landed = time.time()
+                workload.write(landing, changes, now_ms=int(landed * 1000))
+                seconds, summary = _cycle_applying(output, landed, timeout)
+                _check(summary, changes, dict(workload.keys), kind)
+                cycles.append({"seconds": seconds, "stages": _stage_seconds(summary)})
+            figures[kind] = {
+                "changes": sum(changes.values()),
+                "tables": len(changes),
+                "cycles": cycles,
+                "seconds": cycles[-1]["seconds"],
+            }
+        figures["peak_rss_bytes"] = sampler.peak(warm)
     return figures
 
 
