@@ -17,7 +17,11 @@ PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 def _children(pid: int) -> list[int]:
     found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").glob("*/children"))
+    except OSError:  # the process ended while its tasks were listed
+        return found
+    for task in tasks:
         try:
             found += [int(p) for p in task.read_text().split()]
         except OSError:  # the task ended meanwhile

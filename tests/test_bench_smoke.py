@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from benchmarks.compare import differences
 from benchmarks.generate import CASSANDRA, DEBEZIUM, SOURCES, TIGERGRAPH, Workload
+from benchmarks.rss import tree_rss_bytes
 from benchmarks.warm_cycles import WIDE, WideWorkload, spread
 from pyspark_jobs.settings import PROJECT_ROOT
 
@@ -100,6 +101,17 @@ def test_the_warm_cycle_batches_touch_each_key_once(tmp_path: Path):
     assert positions == sorted(set(positions))
     with pytest.raises(ValueError, match="t02: 16 updates, 10 keys"):
         workload.write(tmp_path, {"t02": 20}, now_ms=3)
+
+
+def test_the_rss_sampler_outlives_a_process_that_ends_while_it_looks(monkeypatch):
+    # A short-lived child (dbt's, a JVM's) can end between the listing of /proc/<pid>
+    # and the scan of its tasks: glob then raises, and the sampler thread died of it.
+    def vanished(self: Path, pattern: str) -> list[Path]:
+        raise FileNotFoundError(f"{self} is gone")
+
+    assert tree_rss_bytes(os.getpid()) > 0
+    monkeypatch.setattr(Path, "glob", vanished)
+    assert tree_rss_bytes(os.getpid()) > 0  # the root itself, without its children
 
 
 def test_differences_counts_rows_only_on_one_side(spark: SparkSession):
