@@ -38,6 +38,8 @@ START_MS = 1_700_000_000_000
 # How far (in records) an out-of-order record is moved, and a redelivery comes back.
 DISORDER_WINDOW = 50
 
+# The gates' thresholds in every bench sources file.
+BENCH_QUALITY = {"quarantine_rate_max": 0.01, "reject_rate_max": 0.01}
 USERS_COLUMNS = {"USER_ID": "bigint", "TAX_CODE": "string", "NAME": "string", "COINS": "bigint"}
 
 
@@ -45,7 +47,7 @@ def bench_config(landing_root: Path) -> dict[str, Any]:
     """The sources file of the workload (as ``config/sources.yml`` holds it)."""
     edge_key = ["from_type", "from_uid", "to_type", "to_uid", "discriminator"]
     return {
-        "quality": {"quarantine_rate_max": 0.01, "reject_rate_max": 0.01},
+        "quality": dict(BENCH_QUALITY),
         "sources": [
             {
                 "name": DEBEZIUM,
@@ -291,8 +293,7 @@ class Workload:
         """Land about ``events`` changes as new files under ``landing_root/<source>/``;
         return the records written per source (tombstones and redeliveries included).
 
-        Each file is written aside and renamed into place, so a running ingest never
-        reads half a file.
+        Each file is landed whole (``land_file``).
         """
         written = dict.fromkeys(SOURCES, 0)
         for name, changes in self.changes(events, keys, now_ms).items():
@@ -308,17 +309,24 @@ class Workload:
                 }
                 self.offsets[name] += 1
                 lines.append(json.dumps(record, separators=(",", ":")))
-            folder = landing_root / name
-            folder.mkdir(parents=True, exist_ok=True)
             chunk = -(-len(lines) // files_per_source) if lines else 0
             for part in range(files_per_source):
                 block = lines[part * chunk : (part + 1) * chunk]
                 if not block:
                     continue
                 self.files += 1
-                final = folder / f"part-{self.files:06d}.jsonl"
-                aside = landing_root / f".{name}-{self.files:06d}.tmp"
-                aside.write_text("\n".join(block) + "\n")
-                os.replace(aside, final)
+                land_file(landing_root, name, self.files, block)
             written[name] = len(lines)
         return written
+
+
+def land_file(landing_root: Path, source: str, number: int, lines: Sequence[str]) -> Path:
+    """Land ``lines`` as ``landing_root/<source>/part-<number>.jsonl``: written aside and
+    renamed into place, so a running ingest never reads half a file."""
+    folder = landing_root / source
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / f"part-{number:06d}.jsonl"
+    aside = landing_root / f".{source}-{number:06d}.tmp"
+    aside.write_text("\n".join(lines) + "\n")
+    os.replace(aside, final)
+    return final
