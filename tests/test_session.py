@@ -148,11 +148,13 @@ def jvm_arguments(spark) -> list[str]:
     return list(bean.getInputArguments())
 
 
-def test_commands_the_suite_starts_compile_with_c1_alone_and_its_own_session_keeps_c2(
+def test_commands_the_suite_starts_compile_with_c1_alone_and_its_session_keeps_c2_each_own_gc(
     spark, tmp_path: Path
 ):
-    # tests/conftest.py: short JVMs on a few rows spend most of their CPU in C2.
+    # tests/conftest.py: short JVMs on a few rows spend most of their CPU in C2; each kind
+    # of JVM has the collector that measured cheapest on two busy cores.
     assert "-XX:TieredStopAtLevel=1" not in jvm_arguments(spark)
+    assert conftest.SESSION_JVM_OPTIONS in jvm_arguments(spark)
     script = (
         "from pyspark_jobs.session import get_spark\n"
         "from pyspark_jobs.settings import Settings\n"
