@@ -28,9 +28,8 @@ PIPELINE_DATABASES = ("bronze", "staging", "silver", "gold", "lakehouse")
 # CodeCache`, the JVM unusable; found by the crash drill, seed 1318925682): the tiered
 # default's 240 MiB is kept.
 # The garbage collectors: on two busy cores G1's concurrent threads cost CPU the other
-# worker needs. The short JVMs collect with Serial, the suite's own sessions with Parallel
-# (measured 2026-11-27, `pytest -n 2` of six gold, CLI and kill -9 modules, machine CPU
-# from /proc/stat: 645 -> 570 s wall, 1222 -> 1067 s of CPU, each module faster).
+# worker needs, so the short JVMs collect with Serial and the suite's own sessions with
+# Parallel (measured: docs/operations.md, "The driver JVM's own flags").
 DRIVER_JAVA_OPTIONS = "LAKEHOUSE_DRIVER_JAVA_OPTIONS"
 SHORT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 SESSION_JVM_OPTIONS = "-XX:+UseParallelGC"
