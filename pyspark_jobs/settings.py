@@ -7,7 +7,9 @@ The lake root is a folder (the embedded default: ``./lake``) or a URI (``file://
 and on a cluster ``s3a://``, ``abfss://``, ``gs://``). Tables, checkpoints and the lock
 table live under it and are only ever reached through Spark, so any Hadoop file system
 works. A few files belong to the driver's host and stay on its local disk (``local_dir``):
-the embedded Derby metastore, run summaries, reports and dbt's target folder. For a lake
+the embedded Derby metastore, run summaries, reports, dbt's target folder and the Hive
+client's resources folder (``hive_resources``, empty unless a query adds a remote jar or
+file). For a lake
 folder or a ``file:`` URI they sit in the lake's own folder, as they always did.
 """
 

@@ -72,11 +72,14 @@ def test_the_projects_python_udf_runs_from_any_working_directory(tmp_path: Path)
     assert out.stdout.splitlines()[-1] == "folded: True"
 
 
-def python_on_a_new_lake(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """``script`` in a new Python process (and so a new driver JVM) on a lake of its own."""
+def python_on_a_new_lake(
+    script: str, tmp_path: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``script`` in a new Python process (and so a new driver JVM) on a lake of its own,
+    with ``env`` added to the environment."""
     return subprocess.run(
         [sys.executable, "-c", script],
-        env={**os.environ, "LAKEHOUSE_ROOT": str(tmp_path / "lake")},
+        env={**os.environ, "LAKEHOUSE_ROOT": str(tmp_path / "lake"), **(env or {})},
         capture_output=True,
         text=True,
         timeout=300,
@@ -100,6 +103,24 @@ def test_ending_a_jvm_that_died_already_returns_its_status(tmp_path: Path):
     out = python_on_a_new_lake(script, tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.splitlines()[-1] == "status: -9"
+
+
+def test_a_command_leaves_nothing_in_the_jvms_temp_folder(tmp_path: Path):
+    """Hive's metastore client made a ``<session id>_resources`` folder in the JVM's temp
+    folder for every JVM and never removed it: one more folder in /tmp per scheduled run
+    (hundreds after a day of the test suite)."""
+    jvm_tmp = tmp_path / "jvm_tmp"
+    jvm_tmp.mkdir()
+    script = (
+        "from pyspark_jobs.session import get_spark\n"
+        "from pyspark_jobs.settings import Settings\n"
+        "get_spark(Settings.from_env()).sql('show databases').collect()\n"
+    )
+    options = f"{os.environ.get(conftest.DRIVER_JAVA_OPTIONS, '')} -Djava.io.tmpdir={jvm_tmp}"
+    out = python_on_a_new_lake(script, tmp_path, {conftest.DRIVER_JAVA_OPTIONS: options})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert not list(jvm_tmp.glob("*_resources"))
+    assert (tmp_path / "lake" / "hive_resources").is_dir()
 
 
 def test_no_runtime_bloom_filter_is_injected_into_a_join(spark):
