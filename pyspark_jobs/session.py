@@ -31,10 +31,8 @@ def project_conf(settings: Settings) -> dict[str, str]:
         "spark.sql.warehouse.dir": settings.warehouse_dir,
         "spark.hadoop.javax.jdo.option.ConnectionURL": metastore_url,
         "spark.sql.catalogImplementation": "hive",
-        # Hive's client makes a `<session id>_resources` folder in the JVM's temp folder
-        # for every JVM and never removes it: one more in /tmp per scheduled run. One
-        # folder beside the metastore instead, shared by every run.
-        "spark.hadoop.hive.downloaded.resources.dir": str(settings.local_dir / "hive_resources"),
+        # Not Hive's default: a new folder in /tmp per JVM, so one per scheduled run.
+        "spark.hadoop.hive.downloaded.resources.dir": str(settings.hive_resources_dir),
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         # Read when the JVM starts (the first session of a process): later sessions of
         # the same process share that JVM.

@@ -8,8 +8,7 @@ and on a cluster ``s3a://``, ``abfss://``, ``gs://``). Tables, checkpoints and t
 table live under it and are only ever reached through Spark, so any Hadoop file system
 works. A few files belong to the driver's host and stay on its local disk (``local_dir``):
 the embedded Derby metastore, run summaries, reports, dbt's target folder and the Hive
-client's resources folder (``hive_resources``, empty unless a query adds a remote jar or
-file). For a lake
+client's resources folder (empty unless a query adds a remote jar or file). For a lake
 folder or a ``file:`` URI they sit in the lake's own folder, as they always did.
 """
 
@@ -233,6 +232,12 @@ class Settings:
     def metastore_dir(self) -> Path:
         """The embedded Derby metastore (unless the Spark settings name another)."""
         return self.local_dir / "metastore_db"
+
+    @property
+    def hive_resources_dir(self) -> Path:
+        """The Hive client's resources folder, shared by every run (Hive's default is a
+        new ``<session id>_resources`` folder in the JVM's temp folder, never removed)."""
+        return self.local_dir / "hive_resources"
 
     @property
     def state_dir(self) -> Path:

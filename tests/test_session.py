@@ -120,7 +120,8 @@ def test_a_command_leaves_nothing_in_the_jvms_temp_folder(tmp_path: Path):
     out = python_on_a_new_lake(script, tmp_path, {conftest.DRIVER_JAVA_OPTIONS: options})
     assert out.returncode == 0, out.stderr[-3000:]
     assert not list(jvm_tmp.glob("*_resources"))
-    assert (tmp_path / "lake" / "hive_resources").is_dir()
+    lake = Settings.from_env({"LAKEHOUSE_ROOT": str(tmp_path / "lake")})
+    assert lake.hive_resources_dir.is_dir()
 
 
 def test_no_runtime_bloom_filter_is_injected_into_a_join(spark):
