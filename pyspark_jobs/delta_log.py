@@ -1,5 +1,5 @@
-"""A Delta table's current version, id, size and newly added files, read from its log
-through the JVM.
+"""A Delta table's current version, id, size, newly added files and rows per partition,
+read from its log through the JVM.
 
 ``DeltaLog.update`` lists the table's log for new commits and returns the current
 snapshot: no Spark job, the same on a lake URI, and the snapshot every later scan of the
@@ -14,7 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 
 def _delta_log(spark: SparkSession, table: str) -> Any:
@@ -99,3 +100,32 @@ def files_added_since(
     except Exception:  # noqa: BLE001 - unknown: the caller reads everything
         return None
     return added
+
+
+def rows_per_partition(spark: SparkSession, table: str, column: str) -> dict[str, int] | None:
+    """Live rows of ``table`` per value of its partition column ``column``, from the record
+    count Delta writes in each file's statistics, less the rows its deletion vector
+    removes: one job over the snapshot's file list, which the session keeps in memory, and
+    no data file read. None when that cannot be told: ``column`` is not a partition
+    column, the table maps column names, or a file has no record count."""
+    snapshot = current_snapshot(spark, table)
+    metadata = snapshot.metadata()
+    # With column mapping the file list names partitions by physical names.
+    if metadata.columnMappingMode().name() != "none" or not metadata.partitionColumns().contains(
+        column
+    ):
+        return None
+    files = DataFrame(snapshot.allFiles().toDF(), spark)
+    records = F.get_json_object("stats", "$.numRecords").cast("long")
+    deleted = F.coalesce(F.col("deletionVector.cardinality"), F.lit(0))
+    rows = (
+        files.groupBy(F.col("partitionValues")[column].alias("value"))
+        .agg(
+            F.sum(records - deleted).alias("rows"),
+            F.count_if(records.isNull()).alias("uncounted"),
+        )
+        .collect()
+    )
+    if any(r["uncounted"] for r in rows):
+        return None
+    return {str(r["value"]): int(r["rows"]) for r in rows}

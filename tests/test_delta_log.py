@@ -1,5 +1,5 @@
-"""A table's version, id and size read from its Delta log: the same answers as `describe
-history` and the files on disk, without a Spark job."""
+"""A table's version, id, size and rows per partition read from its Delta log: the same
+answers as `describe history`, the files on disk and a count of the rows."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from urllib.parse import urlparse
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pyspark_jobs.delta_log import latest_version, table_bytes, version_with_id
+from pyspark_jobs.delta_log import latest_version, rows_per_partition, table_bytes, version_with_id
+from pyspark_jobs.run_summary import counts_by
 
 
 def jobs_so_far(spark: SparkSession) -> int:
@@ -66,3 +67,70 @@ def test_a_tables_size_is_its_files_size_and_unknown_without_a_checksum(
 
     forget_checksums(spark, location)
     assert table_bytes(spark, "scratch.sized") is None
+
+
+def counted(spark: SparkSession, table: str, column: str) -> dict[str, int]:
+    rows = spark.table(table).groupBy(column).count().collect()
+    return {str(r[column]): int(r["count"]) for r in rows}
+
+
+def test_rows_per_partition_are_the_rows_a_count_finds_after_deletes_and_updates(
+    spark: SparkSession, empty_lake
+):
+    spark.sql("create database if not exists scratch")
+    spark.sql(
+        "create or replace table scratch.parts (source string, id bigint) using delta "
+        "partitioned by (source) tblproperties (delta.enableDeletionVectors = true)"
+    )
+    spark.sql("insert into scratch.parts select 'a', id from range(10)")
+    spark.sql("insert into scratch.parts select 'b', id from range(4)")
+    spark.sql("insert into scratch.parts select 'c', id from range(3)")
+    # Deletion vectors mark rows gone without rewriting the files whose counts say 10 and 4.
+    spark.sql("delete from scratch.parts where source = 'a' and id < 3")
+    spark.sql("delete from scratch.parts where source = 'c'")
+    spark.sql("update scratch.parts set id = id + 100 where source = 'b' and id = 0")
+    deletes = spark.sql("describe history scratch.parts").where("operation = 'DELETE'")
+    metrics = [r["operationMetrics"] for r in deletes.collect()]
+    assert any(int(m.get("numDeletionVectorsAdded", 0)) > 0 for m in metrics), metrics
+
+    expected = counted(spark, "scratch.parts", "source")
+    assert expected == {"a": 7, "b": 4}
+    assert rows_per_partition(spark, "scratch.parts", "source") == expected
+    assert counts_by(spark, "scratch.parts", "source") == expected
+
+
+def test_rows_per_partition_are_unknown_where_the_log_cannot_tell_and_counted_instead(
+    spark: SparkSession, empty_lake
+):
+    spark.sql("create database if not exists scratch")
+    spark.sql("create or replace table scratch.unsplit (source string, id bigint) using delta")
+    spark.sql("insert into scratch.unsplit values ('a', 1), ('a', 2), ('b', 3)")
+    # Not a partition column: the file list cannot say.
+    assert rows_per_partition(spark, "scratch.unsplit", "source") is None
+    assert counts_by(spark, "scratch.unsplit", "source") == {"a": 2, "b": 1}
+
+    spark.sql(
+        "create or replace table scratch.unstated (source string, id bigint) using delta "
+        "partitioned by (source)"
+    )
+    spark.sql("insert into scratch.unstated values ('a', 1)")
+    spark.conf.set("spark.databricks.delta.stats.collect", "false")
+    try:
+        spark.sql("insert into scratch.unstated values ('a', 2), ('b', 3)")
+    finally:
+        spark.conf.unset("spark.databricks.delta.stats.collect")
+    # A file written without statistics has no record count.
+    assert rows_per_partition(spark, "scratch.unstated", "source") is None
+    assert counts_by(spark, "scratch.unstated", "source") == {"a": 2, "b": 1}
+
+
+def test_the_summarys_counts_of_an_empty_partitioned_table_are_empty(
+    spark: SparkSession, empty_lake
+):
+    spark.sql("create database if not exists scratch")
+    spark.sql(
+        "create or replace table scratch.nothing (source string, id bigint) using delta "
+        "partitioned by (source)"
+    )
+    assert rows_per_partition(spark, "scratch.nothing", "source") == {}
+    assert counts_by(spark, "scratch.missing_table", "source") == {}

@@ -76,6 +76,7 @@ from pyspark_jobs.gold.staging import (
 )
 from pyspark_jobs.gold.table_specs import GoldTable, gold_tables
 from pyspark_jobs.gold.tables import (
+    GOLD_SCHEMA,
     PROGRESS_TABLE,
     REJECTS_TABLE,
     TOMBSTONES_TABLE,
@@ -90,6 +91,8 @@ from pyspark_jobs.snapshots import load_snapshots
 # MERGEs in flight at once: each is mostly driver-side planning and Delta log work for a
 # few rows, so a few overlap well even on two cores.
 MERGE_THREADS = 4
+# Gold tables created (or given new columns) at once, on a new lake or a changed config.
+LAYOUT_THREADS = 4
 
 
 @dataclass
@@ -362,23 +365,31 @@ def _ensure_layouts(
     spark: SparkSession, tables: Sequence[GoldTable], progress: dict[str, Progress]
 ) -> list[GoldTable]:
     """Create missing gold (and history) tables and add newly declared columns, only for
-    tables whose layout changed since their last run (no snapshot read otherwise)."""
-    relaid = []
-    for table in tables:
-        known = progress.get(table.table)
-        if (
-            known is None
-            or known.signature != table.signature
-            or not spark.catalog.tableExists(table.name)
-            or (
-                table.entity.history
-                and not spark.catalog.tableExists(history_table_name(table.entity))
-            )
-        ):
-            ensure_gold_table(spark, table.entity)
-            if table.entity.history:
-                ensure_history_table(spark, table.entity)
-            relaid.append(table)
+    tables whose layout changed since their last run (no snapshot read otherwise); the
+    tables concurrently."""
+    relaid = [
+        table
+        for table in tables
+        if (known := progress.get(table.table)) is None
+        or known.signature != table.signature
+        or not spark.catalog.tableExists(table.name)
+        or (
+            table.entity.history and not spark.catalog.tableExists(history_table_name(table.entity))
+        )
+    ]
+    if not relaid:
+        return relaid
+    spark.sql(f"create database if not exists {GOLD_SCHEMA}")
+
+    def lay_out(table: GoldTable) -> None:
+        ensure_gold_table(spark, table.entity)
+        if table.entity.history:
+            ensure_history_table(spark, table.entity)
+
+    # Each creation is a catalog call (serialised by the catalog) and a first commit to
+    # the table's own log: the commits overlap (docs/gold.md has the figures).
+    with ThreadPoolExecutor(max_workers=min(LAYOUT_THREADS, len(relaid))) as pool:
+        list(pool.map(lay_out, relaid))
     return relaid
 
 
