@@ -7,7 +7,9 @@ apply of 20 changes: code generation and compilation a third of its samples). Si
 build and gold's apply run interpreted when every table they read is at most
 ``spark.lakehouse.interpretBelowBytes`` (8 MiB unless set; 0 turns it off) by Delta's
 own record of its size. Sizes, not new rows: silver's data tests and gold's MERGEs read
-their whole tables, where interpreted plans would cost more than compiling.
+their whole tables, where interpreted plans would cost more than compiling. A step may add
+settings of its own that pay only on small tables (gold: MERGEs that rewrite the few
+files they touch instead of writing deletion vectors, docs/gold.md).
 
 Measured on the samples' `lakehouse run` on 2 cores, 2026-11-26, before and after on fresh
 lakes: 230 s of wall time against 190, 389 s of CPU against 317 (docs/gold.md).
@@ -15,7 +17,7 @@ lakes: 230 s of wall time against 190, 389 s of CPU against 317 (docs/gold.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
@@ -55,14 +57,16 @@ def interpreted_when_small(
     step: str,
     tables: Iterable[str],
     log: Callable[[str], None] | None = None,
+    small_conf: Mapping[str, str] | None = None,
 ) -> Iterator[bool]:
     """Run the block without code generation when every table the step reads is small
-    (``all_small``), saying so on ``log`` when given; yields whether it does. The
-    session's own settings come back after the block."""
+    (``all_small``), saying so on ``log`` when given; yields whether it does.
+    ``small_conf``: more settings the step wants only on small tables. The session's own
+    settings come back after the block."""
     if not all_small(spark, tables):
         yield False
         return
     if log is not None:
         log(f"{step}: small tables, planned without code generation")
-    with temporary_conf(spark, _INTERPRETED):
+    with temporary_conf(spark, {**_INTERPRETED, **(small_conf or {})}):
         yield True

@@ -1,4 +1,6 @@
-"""A small batch applied to a larger table rewrites (almost) nothing it does not touch."""
+"""A small batch applied to a large table rewrites (almost) nothing it does not touch; on
+small tables it rewrites the few small files it touches instead of writing deletion
+vectors."""
 
 from __future__ import annotations
 
@@ -6,15 +8,36 @@ from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import Entity, Source
 from pyspark_jobs.gold.apply import apply_gold
+from pyspark_jobs.small_inputs import THRESHOLD_KEY
 from tests.gold.changelog import append, change, config, create_change_log
 
 BIG = Entity("BIG", "big", ("id",), {"id": "bigint", "v": "string"})
 SRC = Source("bigsrc", "pr_update", (BIG,), landing=None)
+CFG = config(SRC)
 
 
-def test_small_merge_touches_few_files(spark: SparkSession, empty_lake):
+def merge_two_updates_and_a_delete(spark: SparkSession, updated: tuple[int, int], deleted: int):
+    """Apply 2 updates and a delete to gold.big; the MERGE's metrics."""
+    append(
+        spark,
+        [change(SRC, BIG, {"id": k}, "upsert", [2], row={"id": k, "v": "v1"}) for k in updated]
+        + [change(SRC, BIG, {"id": deleted}, "delete", [2])],
+    )
+    apply_gold(spark, CFG, log=lambda _: None)
+    merge = spark.sql("describe history gold.big limit 1").first()
+    metrics = {k: int(v) for k, v in merge["operationMetrics"].items()}
+    print("merge metrics", metrics)
+    assert merge["operation"] == "MERGE"
+    assert (
+        metrics["numTargetRowsUpdated"],
+        metrics["numTargetRowsDeleted"],
+        metrics["numTargetRowsInserted"],
+    ) == (2, 1, 0)
+    return metrics
+
+
+def test_merges_rewrite_small_tables_and_mark_rows_in_large_ones(spark: SparkSession, empty_lake):
     create_change_log(spark)
-    cfg = config(SRC)
     for batch in range(6):  # 3000 keys, arriving in 6 runs: several files
         append(
             spark,
@@ -23,33 +46,39 @@ def test_small_merge_touches_few_files(spark: SparkSession, empty_lake):
                 for k in range(batch * 500, (batch + 1) * 500)
             ],
         )
-        apply_gold(spark, cfg, log=lambda _: None)
+        apply_gold(spark, CFG, log=lambda _: None)
     files = spark.sql("describe detail gold.big").first()["numFiles"]
-    append(
-        spark,
-        [change(SRC, BIG, {"id": k}, "upsert", [2], row={"id": k, "v": "v1"}) for k in (7, 1234)]
-        + [change(SRC, BIG, {"id": 2999}, "delete", [2])],
-    )
-    apply_gold(spark, cfg, log=lambda _: None)
-    merge = spark.sql("describe history gold.big limit 1").first()
-    metrics = {k: int(v) for k, v in merge["operationMetrics"].items()}
-    print("files before", files, "merge metrics", metrics)
-    assert merge["operation"] == "MERGE"
-    assert (
-        metrics["numTargetRowsUpdated"],
-        metrics["numTargetRowsDeleted"],
-        metrics["numTargetRowsInserted"],
-    ) == (2, 1, 0)
     assert files >= 6
-    # Deletion vectors mark the old rows instead of copying the rest of their files.
-    assert metrics["numTargetRowsCopied"] == 0
-    assert metrics["numTargetFilesRemoved"] == 0
-    assert metrics["numTargetFilesAdded"] <= 2
-    assert spark.table("gold.big").count() == 2999
+
+    # Small (every table under small_inputs' threshold): the touched files are copied
+    # without their old rows, with no deletion vector to write now and read later.
+    small = merge_two_updates_and_a_delete(spark, (7, 1234), 2999)
+    assert small["numTargetDeletionVectorsAdded"] == 0
+    assert 1 <= small["numTargetFilesRemoved"] <= 3 < files
+    assert small["numTargetRowsCopied"] > 0
+    # The session's own setting is back after the apply.
+    assert spark.conf.get("spark.databricks.delta.merge.deletionVectors.persistent", None) in (
+        None,
+        "true",
+    )
+
+    # Large (every table counts as large): deletion vectors mark the old rows instead of
+    # copying the rest of their files.
+    spark.conf.set(THRESHOLD_KEY, "0")
+    try:
+        large = merge_two_updates_and_a_delete(spark, (8, 1500), 2998)
+    finally:
+        spark.conf.unset(THRESHOLD_KEY)
+    assert large["numTargetDeletionVectorsAdded"] > 0
+    assert large["numTargetRowsCopied"] == 0
+    assert large["numTargetFilesRemoved"] == 0
+    assert large["numTargetFilesAdded"] <= 2
+
+    assert spark.table("gold.big").count() == 2998
     assert sorted(
         tuple(r)
         for r in spark.table("gold.big")
-        .where("id in (7, 1234, 2999, 8)")
+        .where("id in (7, 8, 9, 1234, 1500, 2998, 2999)")
         .select("id", "v", "_seq")
         .collect()
-    ) == [(7, "v1", [2]), (8, "v0", [1]), (1234, "v1", [2])]
+    ) == [(7, "v1", [2]), (8, "v1", [2]), (9, "v0", [1]), (1234, "v1", [2]), (1500, "v1", [2])]
