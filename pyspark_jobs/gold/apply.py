@@ -384,6 +384,8 @@ def _ensure_layouts(
     ]
     if not relaid:
         return relaid
+    # Once before the pool: every creation also asks for the schema, and the first ones
+    # would otherwise race to create it.
     spark.sql(f"create database if not exists {GOLD_SCHEMA}")
 
     def lay_out(table: GoldTable) -> None:
