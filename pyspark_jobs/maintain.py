@@ -51,7 +51,7 @@ from pyspark_jobs.gold.rebuild import REBUILDS_TABLE, unfinished_rebuilds
 from pyspark_jobs.gold.staging import PENDING_TABLE
 from pyspark_jobs.gold.tables import PROGRESS_TABLE, REJECTS_TABLE, TOMBSTONES_TABLE
 from pyspark_jobs.session import temporary_conf
-from pyspark_jobs.silver.build import BUILDS_TABLE
+from pyspark_jobs.silver.build import BATCH_TABLE, BUILDS_TABLE
 from pyspark_jobs.silver.entity_registry import ENTITIES_TABLE
 
 LAYERS = ("bronze", "silver", "gold")
@@ -60,7 +60,9 @@ THREADS = 4
 # The pipeline's own state tables, maintained with the layer that writes them.
 STATE_TABLES = {
     "bronze": (),
-    "silver": (ENTITIES_TABLE, BUILDS_TABLE),
+    # The batch table is rewritten by every silver build: the files each build replaced
+    # accumulate until VACUUM (its retention is an hour: nothing reads old versions).
+    "silver": (ENTITIES_TABLE, BUILDS_TABLE, BATCH_TABLE),
     "gold": (PROGRESS_TABLE, TOMBSTONES_TABLE, REJECTS_TABLE, PENDING_TABLE, REBUILDS_TABLE),
 }
 # Delta's default delta.deletedFileRetentionDuration (interval 1 week).

@@ -185,6 +185,7 @@ def test_every_table_is_maintained_and_reported(outcome: Outcome):
         "silver.change_log_rejects",
         "lakehouse.entities",
         "lakehouse.silver_builds",
+        "staging.int_change_log__batch",
         "gold.users",
         "lakehouse.gold_progress",
         "lakehouse.gold_tombstones",

@@ -23,7 +23,7 @@
 with
 
 keyed as (
-    select * from {{ ref('int_change_log__keyed') }}
+    select * from {{ ref('int_change_log__batch') }}
     where
         reject_reason is null and not is_noop
         {% if is_incremental() %}

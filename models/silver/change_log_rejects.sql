@@ -7,7 +7,7 @@
 with
 
 rejected as (
-    select * from {{ ref('int_change_log__keyed') }}
+    select * from {{ ref('int_change_log__batch') }}
     where
         reject_reason is not null
         {% if is_incremental() %}
