@@ -60,7 +60,7 @@ THREADS = 4
 # The pipeline's own state tables, maintained with the layer that writes them.
 STATE_TABLES = {
     "bronze": (),
-    # The batch table is rewritten by every silver build: the files each build replaced
+    # The batch table is rewritten by every full silver build: the files each replaced
     # accumulate until VACUUM (its retention is an hour: nothing reads old versions).
     "silver": (ENTITIES_TABLE, BUILDS_TABLE, BATCH_TABLE),
     "gold": (PROGRESS_TABLE, TOMBSTONES_TABLE, REJECTS_TABLE, PENDING_TABLE, REBUILDS_TABLE),

@@ -7,18 +7,18 @@
 {#
     The keyed changes a silver build reads, computed once for both silver models.
 
-    Parsing and keying every format is most of what a silver build costs, in planning as
-    in running, and change_log and change_log_rejects each read all of it (one keeps the
-    valid changes, the other the rejects). The pipeline's builds (var `pipeline_build`,
-    pyspark_jobs/silver/build.py) store it as a table, so that work happens once per build:
-    the samples' first dbt build 36 s -> 22 s. Its incremental builds also pass
+    Parsing and keying every format is most of what a full silver build costs, in planning
+    as in running, and change_log and change_log_rejects each read all of it (one keeps the
+    valid changes, the other the rejects). The pipeline's full builds (var
+    `pipeline_build`, pyspark_jobs/silver/build.py) store it as a table, so that work
+    happens once per build: the samples' first dbt build 36 s -> 22 s. Elsewhere (its
+    incremental builds, an analyst's `dbt build`) it is ephemeral: inlined into the two
+    models, and no table is written. On a large bronze the incremental builds pass
     `batch_after_bronze_version`, the bronze version the last build read: every row at or
-    before it was read by that build, so the table holds the new rows only. Elsewhere (an
-    analyst's `dbt build`) it is ephemeral: inlined into the two models as before, and no
-    table is written.
+    before it was read by that build, so only the rows landed since are keyed.
 
-    The table is rewritten by every pipeline build and read by nothing else, so its
-    replaced files need no long retention (`lakehouse maintain` cleans them with silver).
+    The table is rewritten by every full build and read by nothing else, so its replaced
+    files need no long retention (`lakehouse maintain` cleans them with silver).
 #}
 select * from {{ ref('int_change_log__keyed') }}
 {% if var('batch_after_bronze_version', none) is not none %}
