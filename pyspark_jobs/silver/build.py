@@ -86,8 +86,7 @@ from pyspark_jobs.storage import clear_killed_creation
 BUILDS_TABLE = "lakehouse.silver_builds"
 # The keyed changes of a build, stored once for both silver models
 # (models/intermediate/int_change_log__batch.sql).
-BATCH_MODEL = "int_change_log__batch"
-BATCH_TABLE = f"staging.{BATCH_MODEL}"
+BATCH_TABLE = "staging.int_change_log__batch"
 SILVER_TABLES = ("silver.change_log", "silver.change_log_rejects")
 # What dbt builds from: a change to any of these may change what silver holds. The marts
 # are analysts' models the pipeline does not build.
