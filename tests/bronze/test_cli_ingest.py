@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ from pyspark.sql import SparkSession
 from pyspark_jobs.settings import PROJECT_ROOT
 from tests.bronze.conftest import record_line, write_config
 from tests.bronze.processes import Lakehouse
+from tests.support.kafka_broker import free_ports
 
 
 def _raw_rows(spark: SparkSession, lake: Path) -> list[tuple]:
@@ -117,12 +117,6 @@ def test_a_lakehouse_command_refuses_while_an_analysts_dbt_holds_the_metastore(
     assert not (lake / "metastore_db").exists()  # refused before any JVM opened Derby
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_failures_end_with_one_line_and_a_non_zero_code(tmp_path: Path) -> None:
     not_a_folder = tmp_path / "landing-file"
     not_a_folder.write_text("I am a file\n")
@@ -130,7 +124,7 @@ def test_failures_end_with_one_line_and_a_non_zero_code(tmp_path: Path) -> None:
     # nothing listens on this port: Kafka must fail within the bounded retries, not hang
     dead = write_config(
         tmp_path / "kafka",
-        [{"name": "dead", "kafka": {"bootstrap_servers": f"127.0.0.1:{_free_port()}",
+        [{"name": "dead", "kafka": {"bootstrap_servers": f"127.0.0.1:{free_ports(1)[0]}",
                                     "topics": ["cdc.t"]}}],
     )  # fmt: skip
     started = time.monotonic()

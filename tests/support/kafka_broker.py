@@ -45,11 +45,20 @@ class KafkaBrokerError(RuntimeError):
     """The broker could not be set up, started or stopped."""
 
 
-def _free_port() -> int:
-    """Ask the kernel for a free loopback port (tiny race until the JVM binds it; fine here)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_ports(count: int) -> list[int]:
+    """Ask the kernel for ``count`` distinct free loopback ports.
+
+    The sockets stay bound until all are picked: closed one by one, the kernel may hand the
+    same port out twice, and Kafka refuses two listeners on one port (seen on CI). A tiny race
+    remains until the JVM binds them; fine here."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def _cluster_id() -> str:
@@ -177,7 +186,7 @@ class KafkaBroker:
             raise KafkaBrokerError("broker already started")
         self.work_dir.mkdir(parents=True, exist_ok=True)
         if not self.port:  # a restart keeps its ports: clients know the broker by them
-            self.port, self.controller_port = _free_port(), _free_port()
+            self.port, self.controller_port = free_ports(2)
         config = self._write_config()
         if not (self.work_dir / "data" / "meta.properties").exists():  # else: reuse old data
             fmt = subprocess.run(
