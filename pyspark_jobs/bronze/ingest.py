@@ -15,7 +15,9 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -44,6 +46,11 @@ __all__ = ["LandingError", "SourceIngest", "ingest", "ingest_locks"]
 
 # How often the driver looks at the queries for new progress (seconds).
 _POLL_SECONDS = 1
+# Building a source's stream is about two thousand py4j calls (the landing parser's
+# expressions): a second or more per source, mostly the driver waiting on the JVM, so the
+# sources are built a few at a time, beside the bronze tables' creation (seconds on a new
+# lake, whose metastore starts then).
+PREPARE_THREADS = 4
 
 
 class LandingError(RuntimeError):
@@ -174,6 +181,37 @@ def _stream(spark: SparkSession, source: Source, max_per_batch: int) -> DataFram
     return read_landing_files(spark, source, max_per_batch)
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """A source made ready to start: its stream, or None when it has nothing new."""
+
+    checkpoint: str
+    stream: DataFrame | None
+    # The landing listing taken before its query starts (stored once every query ended).
+    listing: str | None
+
+
+def _prepare(
+    spark: SparkSession,
+    settings: Settings,
+    source: Source,
+    max_per_batch: int,
+    every_seconds: float | None,
+) -> _Prepared:
+    checkpoint = join_location(settings.checkpoint_dir, "bronze", source.name)
+    listing = None
+    if source.landing is not None:
+        _check_landing(source)
+        # --every's queries never end on their own, so they never store one.
+        listing = listing_signature(source.landing) if every_seconds is None else None
+        if listing is not None and nothing_new(checkpoint, listing):
+            return _Prepared(checkpoint, None, listing)
+    # A kill inside the query's first offsets write leaves a temp file that fails every
+    # later start; the source's lock keeps other queries off it.
+    remove_unfinished_log_writes(spark, checkpoint)
+    return _Prepared(checkpoint, _stream(spark, source, max_per_batch), listing)
+
+
 def _wait(
     queries: Sequence[tuple[StreamingQuery, SourceIngest]],
     log: Callable[[str], None],
@@ -237,27 +275,29 @@ def ingest(
     with ExitStack() as stack:
         if take_locks:
             stack.enter_context(ingest_locks(settings, sources, lambda: spark))
-        ensure_bronze_tables(spark)
+        with ThreadPoolExecutor(max_workers=PREPARE_THREADS) as pool:
+            tables = pool.submit(ensure_bronze_tables, spark)
+            preparing = [
+                pool.submit(_prepare, spark, settings, source, max_per_batch, every_seconds)
+                for source in sources
+            ]
+        tables.result()
+        # Nothing has started yet: a source that cannot be read fails the run here.
+        prepared = [future.result() for future in preparing]
         started: list[tuple[StreamingQuery, SourceIngest]] = []
         try:
-            for source, report in zip(sources, reports, strict=True):
-                checkpoint = join_location(settings.checkpoint_dir, "bronze", source.name)
-                if source.landing is not None:
-                    _check_landing(source)
-                    # --every's queries never end on their own, so they never store one.
-                    listing = listing_signature(source.landing) if every_seconds is None else None
-                    if listing is not None and nothing_new(checkpoint, listing):
-                        report.skipped = True
-                        log(f"bronze {source.name}: no new landing files, stream not started")
-                        continue
-                    if listing is not None:
-                        listings.append((checkpoint, listing))
-                # A kill inside the query's first offsets write leaves a temp file that
-                # fails every later start; the source's lock keeps other queries off it.
-                remove_unfinished_log_writes(spark, checkpoint)
+            for source, report, ready in zip(sources, reports, prepared, strict=True):
+                checkpoint = ready.checkpoint
+                if ready.stream is None:
+                    report.skipped = True
+                    log(f"bronze {source.name}: no new landing files, stream not started")
+                    continue
+                if ready.listing is not None:
+                    listings.append((checkpoint, ready.listing))
+                # Started one by one: foreachBatch sets up PySpark's callback server on
+                # first use, without a lock.
                 writer = (
-                    _stream(spark, source, max_per_batch)
-                    .writeStream.queryName(f"bronze_{source.name}")
+                    ready.stream.writeStream.queryName(f"bronze_{source.name}")
                     .option("checkpointLocation", checkpoint)
                     .foreachBatch(_batch_writer(source, _app_id(spark, checkpoint), report))
                 )

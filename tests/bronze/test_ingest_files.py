@@ -5,14 +5,22 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pyspark_jobs.bronze.ingest import ingest
+from pyspark_jobs.bronze.ingest import LandingError, ingest
 from pyspark_jobs.bronze.landing_records import NOT_JSON
+from pyspark_jobs.config import load_config
 from pyspark_jobs.settings import Settings
 from pyspark_jobs.storage import remove_unregistered_new_table
-from tests.bronze.conftest import bronze_rows, landing_config, quarantine_rows, record_line
+from tests.bronze.conftest import (
+    bronze_rows,
+    landing_config,
+    quarantine_rows,
+    record_line,
+    write_config,
+)
 from tests.support.killed_creation import leave_killed_creation
 
 DEEP = 1500
@@ -134,3 +142,34 @@ def test_an_unregistered_table_folder_with_data_is_left_alone(
 
     assert not remove_unregistered_new_table(spark, "bronze.cdc_raw")
     assert spark.read.format("delta").load(location).count() == 1
+
+
+def test_a_source_that_cannot_be_read_fails_the_run_before_any_source_starts(
+    spark: SparkSession, empty_lake: Settings, tmp_path: Path
+) -> None:
+    """The sources are made ready together, then started: one whose landing folder is a
+    file stops the run with its error, and no other source has read anything (each run
+    lands all of its sources or none, so the next one is not half done)."""
+    good = tmp_path / "landing" / "good"
+    good.mkdir(parents=True)
+    (good / "a.jsonl").write_text(record_line("db.t", 0, 0, {"op": "c"}, {"id": 1}) + "\n")
+    not_a_folder = tmp_path / "landing" / "bad"
+    not_a_folder.write_text("I am a file\n")
+    config = load_config(
+        write_config(
+            tmp_path,
+            [{"name": "good", "landing": str(good)}, {"name": "bad", "landing": str(not_a_folder)}],
+        )
+    )
+
+    with pytest.raises(LandingError, match="'bad'.* is not a folder"):
+        ingest(spark, empty_lake, config, log=lambda _: None)
+
+    assert bronze_rows(spark, "good") == []
+    assert not spark.streams.active
+    # Read once the folder is fixed, as a first run would.
+    good_only = load_config(
+        write_config(tmp_path / "fixed", [{"name": "good", "landing": str(good)}])
+    )
+    ingest(spark, empty_lake, good_only, log=lambda _: None)
+    assert bronze_rows(spark, "good") == [("db.t", 0, 0, '{"id":1}', '{"op":"c"}')]
