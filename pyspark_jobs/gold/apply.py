@@ -234,13 +234,16 @@ def fold_and_stage(
                 if t.entity.history
             ],
         )
-    folds = []
-    for family_name in FAMILIES:
-        if touched[family_name]:
-            with named_jobs(spark, f"gold: fold inputs of the {family_name} family"):
-                folds.append(
-                    fold_family(spark, family_name, touched[family_name], new, up_to, truncated)
-                )
+
+    def fold(family_name: str) -> FamilyFold:
+        with named_jobs(spark, f"gold: fold inputs of the {family_name} family"):
+            return fold_family(spark, family_name, touched[family_name], new, up_to, truncated)
+
+    # The families read and materialize their inputs independently; each is mostly the
+    # driver planning small queries, so they overlap well.
+    families = [f for f in FAMILIES if touched[f]]
+    with ThreadPoolExecutor(max_workers=max(1, len(families))) as pool:
+        folds = list(pool.map(fold, families))
     with named_jobs(spark, "gold: fold and stage"):
         run = stage(
             spark,
