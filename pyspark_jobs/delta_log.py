@@ -1,5 +1,5 @@
-"""A Delta table's current version, id, size, newly added files and rows per partition,
-read from its log through the JVM.
+"""A Delta table's current version, id, size, whether it holds files, newly added files
+and rows per partition, read from its log through the JVM.
 
 ``DeltaLog.update`` lists the table's log for new commits and returns the current
 snapshot: no Spark job, the same on a lake URI, and the snapshot every later scan of the
@@ -53,6 +53,13 @@ def table_bytes(spark: SparkSession, table: str) -> int | None:
     compute it with Spark jobs)."""
     checksum = current_snapshot(spark, table).checksumOpt()
     return int(checksum.get().tableSizeBytes()) if checksum.isDefined() else None
+
+
+def holds_files(spark: SparkSession, table: str) -> bool:
+    """False when the table's checksum says it has no data file (so no row): a scan of it
+    would cost a file-listing job for nothing. True when it has files, or no checksum."""
+    checksum = current_snapshot(spark, table).checksumOpt()
+    return not checksum.isDefined() or int(checksum.get().numFiles()) > 0
 
 
 @dataclass(frozen=True)

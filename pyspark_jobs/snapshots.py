@@ -15,18 +15,23 @@ from concurrent.futures import ThreadPoolExecutor
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
+from pyspark_jobs.delta_log import holds_files
+
 # Mostly waiting on the driver's Delta log work: a few overlap well on two cores.
 LOAD_THREADS = 6
 
 
-def load_snapshots(spark: SparkSession, tables: Iterable[str]) -> None:
-    """Bring the snapshot (and file list) of each named table up to date, concurrently."""
+def load_snapshots(spark: SparkSession, tables: Iterable[str], skip_empty: bool = False) -> None:
+    """Bring the snapshot (and file list) of each named table up to date, concurrently;
+    ``skip_empty``: not of a table whose log says it holds no file (for a step that will
+    neither scan nor merge into such a table)."""
     names = sorted(set(tables))
 
     def load(name: str) -> None:
-        # `describe detail` reads the snapshot's state (file count and size): the same
-        # state every later scan and MERGE of the table starts from.
-        DeltaTable.forName(spark, name).detail().collect()
+        if not skip_empty or holds_files(spark, name):
+            # `describe detail` reads the snapshot's state (file count and size): the same
+            # state every later scan and MERGE of the table starts from.
+            DeltaTable.forName(spark, name).detail().collect()
 
     with ThreadPoolExecutor(max_workers=max(1, min(LOAD_THREADS, len(names)))) as pool:
         list(pool.map(load, names))

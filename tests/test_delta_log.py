@@ -10,7 +10,13 @@ from urllib.parse import urlparse
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pyspark_jobs.delta_log import latest_version, rows_per_partition, table_bytes, version_with_id
+from pyspark_jobs.delta_log import (
+    holds_files,
+    latest_version,
+    rows_per_partition,
+    table_bytes,
+    version_with_id,
+)
 from pyspark_jobs.run_summary import counts_by
 
 
@@ -67,6 +73,30 @@ def test_a_tables_size_is_its_files_size_and_unknown_without_a_checksum(
 
     forget_checksums(spark, location)
     assert table_bytes(spark, "scratch.sized") is None
+
+
+def test_a_table_holds_files_once_written_and_none_once_every_row_is_deleted(
+    spark: SparkSession, empty_lake
+):
+    spark.sql("create database if not exists scratch")
+    spark.sql(
+        "create or replace table scratch.held (id bigint) using delta "
+        "tblproperties (delta.enableDeletionVectors = true)"
+    )
+    before = jobs_so_far(spark)
+    assert not holds_files(spark, "scratch.held")  # created: nothing to scan
+    assert jobs_so_far(spark) == before
+    spark.sql("insert into scratch.held values (1), (2)")
+    assert holds_files(spark, "scratch.held")
+    spark.sql("delete from scratch.held where id = 1")  # a deletion vector: still a file
+    assert holds_files(spark, "scratch.held")
+    spark.sql("delete from scratch.held")
+    assert spark.table("scratch.held").count() == 0
+    assert not holds_files(spark, "scratch.held")
+
+    # Without a checksum the log cannot tell: the table is scanned, as before.
+    forget_checksums(spark, spark.sql("describe detail scratch.held").first()["location"])
+    assert holds_files(spark, "scratch.held")
 
 
 def counted(spark: SparkSession, table: str, column: str) -> dict[str, int]:

@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.delta_log import latest_version
+from pyspark_jobs.delta_log import holds_files, latest_version
 from pyspark_jobs.faults import crash_point
 from pyspark_jobs.gold.change_feed import (
     CHANGE_LOG_TABLE,
@@ -50,6 +50,7 @@ from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY, materialized
 from pyspark_jobs.gold.merge import (
     MergeMetrics,
     expire_tombstones,
+    insert_into_empty_gold,
     merge_into_gold,
     merge_tombstones,
     record_rejects,
@@ -143,13 +144,14 @@ def fold_family(
     up_to: int,
     truncated: Collection[str] = (),
     related: Sequence[GoldTable] | None = None,
+    whole_log: Collection[str] = (),
 ) -> FamilyFold:
     """Fold the new changes ``new`` of ``tables`` (all of one family) up to ``up_to``.
 
-    ``truncated``, ``related``: see ``fold_inputs.gather``.
+    ``truncated``, ``related``, ``whole_log``: see ``fold_inputs.gather``.
     """
     family = FAMILIES[family_name]
-    inputs = gather(spark, family, tables, new, up_to, truncated, related)
+    inputs = gather(spark, family, tables, new, up_to, truncated, related, whole_log)
     states = with_reject_reason(family.fold(inputs), inputs.specs, inputs.types)
     history_tables = [t.table for t in tables if t.entity.history]
     if not history_tables or inputs.histories is None:
@@ -199,9 +201,11 @@ def fold_and_stage(
     new: DataFrame,
     up_to: int,
     reports: dict[str, TableApply],
+    whole_log: Collection[str] = (),
 ) -> StagedRun:
     """Fold the change-log rows ``new`` of ``behind`` (up to change-log version
-    ``up_to``) and commit what the folds decided."""
+    ``up_to``) and commit what the folds decided; ``whole_log``: the tables never applied
+    (all their change-log rows are in ``new``)."""
     with named_jobs(spark, "gold: read new changes"):
         new = materialized(new)
         # Small by construction: one row per table that received changes.
@@ -233,11 +237,16 @@ def fold_and_stage(
                 for t in ts
                 if t.entity.history
             ],
+            # Gold appends to a table without files (``_apply_table``) and its fold does
+            # not scan it.
+            skip_empty=True,
         )
 
     def fold(family_name: str) -> FamilyFold:
         with named_jobs(spark, f"gold: fold inputs of the {family_name} family"):
-            return fold_family(spark, family_name, touched[family_name], new, up_to, truncated)
+            return fold_family(
+                spark, family_name, touched[family_name], new, up_to, truncated, None, whole_log
+            )
 
     # The families read and materialize their inputs independently; each is mostly the
     # driver planning small queries, so they overlap well.
@@ -266,8 +275,16 @@ def _apply_table(
         mine = staged_rows(spark, run, STATE).where(
             (F.col("table_name") == table.table) & F.col("_reject_reason").isNull()
         )
-        with named_jobs(spark, f"gold: merge {table.name}"):
-            metrics = merge_into_gold(spark, typed_rows(mine, table.entity), table.entity)
+        rows = typed_rows(mine, table.entity)
+        if holds_files(spark, table.name):
+            with named_jobs(spark, f"gold: merge {table.name}"):
+                metrics = merge_into_gold(spark, rows, table.entity)
+        elif counts["live"]:
+            # Nothing to match (a first run): the MERGE's inserts as an append, one Spark
+            # job instead of seven; what it inserts is counted with the staged rows.
+            with named_jobs(spark, f"gold: insert into {table.name}"):
+                insert_into_empty_gold(spark, rows, table.entity)
+            metrics = MergeMetrics(inserted=int(counts["live"]))
         crash_point(f"gold:merged:{table.table}")
     if table.entity.history and counts is not None and counts["history_keys"]:
         mine = staged_rows(spark, run, VERSION).where(
@@ -312,6 +329,7 @@ def apply_staged(
             for r in staged.groupBy("table_name")
             .agg(
                 F.count_if(is_state & ~rejected).alias("merged"),
+                F.count_if(is_state & ~rejected & F.col("_live")).alias("live"),
                 F.count_if(is_state & rejected).alias("rejected"),
                 F.count_if(is_state & ~rejected & F.col("_tomb_seq").isNotNull()).alias("tombs"),
                 F.count_if((F.col("row_kind") == VERSION) & rejected).alias("rejected_versions"),
@@ -456,7 +474,8 @@ def _apply_gold(
     if behind:
         applied = {t: p.version for t, p in progress.items()}
         new = new_changes(spark, applied, [t.table for t in behind], up_to)
-        run = fold_and_stage(spark, behind, new, up_to, reports)
+        never = [t.table for t in behind if applied.get(t.table, -1) < 0]
+        run = fold_and_stage(spark, behind, new, up_to, reports, never)
         apply_staged(spark, tables, run, progress, reports)
     # Tables whose layout changed but that received nothing: remember the new layout.
     record_progress(

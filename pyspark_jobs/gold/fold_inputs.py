@@ -15,6 +15,7 @@ from collections.abc import Collection, Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_jobs.delta_log import holds_files
 from pyspark_jobs.gold.change_feed import change_log_as_of
 from pyspark_jobs.gold.folds import FoldFamily, FoldInputs
 from pyspark_jobs.gold.folds.events import KEY, sorted_history
@@ -60,6 +61,7 @@ def gather(
     up_to: int,
     truncated: Collection[str] = (),
     related: Sequence[GoldTable] | None = None,
+    whole_log: Collection[str] = (),
 ) -> FoldInputs:
     """The materialized inputs of ``family``'s fold over ``tables`` for the new changes
     ``new`` (change-log rows of any tables, already materialized); ``truncated``: the
@@ -69,7 +71,9 @@ def gather(
     ``history: true`` tables of the others (their touched keys, for SCD2 versions).
     ``related``: the tables whose changes a history may derive events from (a family
     that ``derives_events``: every table of the family in the tables' sources); by
-    default ``tables``.
+    default ``tables``. ``whole_log``: the tables every change-log row of which (up to
+    ``up_to``) is in ``new`` (never applied yet, or rebuilt): when the histories read only
+    such tables, they are made of the new rows, and the log is not read again.
     """
     specs = specs_frame(spark, tables)
     names = F.broadcast(specs.select("table_name"))
@@ -86,8 +90,13 @@ def gather(
         read = list(related or tables) if family.derives_events else folded
         read_specs = specs_frame(spark, read)
         read_new = new.join(F.broadcast(read_specs.select("table_name")), "table_name")
-        # Read once: the events refer to these rows several times.
-        rows = materialized(family.history_rows(_log(spark, read, up_to), read_specs, read_new))
+        if {t.table for t in read} <= set(whole_log):
+            # Every row of these tables is new, so every key is affected and its whole
+            # history is the new rows: a first run of the tables reads the log once.
+            rows = read_new
+        else:
+            # Read once: the events refer to these rows several times.
+            rows = materialized(family.history_rows(_log(spark, read, up_to), read_specs, read_new))
         events = family.events(rows, read_specs)
         histories = materialized(
             sorted_history(events, read_new.select("change_id")).join(
@@ -96,7 +105,10 @@ def gather(
         )
 
     affected = keys if histories is None else keys.unionByName(histories.select(*KEY))
-    tombstones = spark.table(TOMBSTONES_TABLE).withColumnRenamed("record_key", "_record_key")
+    tombstones = spark.table(TOMBSTONES_TABLE)
+    if not holds_files(spark, TOMBSTONES_TABLE):  # a first run's: not scanned for nothing
+        tombstones = spark.createDataFrame([], tombstones.schema)
+    tombstones = tombstones.withColumnRenamed("record_key", "_record_key")
     return FoldInputs(
         changes=changes,
         current=materialized(of_keys(current_images(spark, tables), affected, truncated)),

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_jobs.delta_log import holds_files
 from pyspark_jobs.gold.folds.shared import IMAGE_TYPE
 from pyspark_jobs.gold.table_specs import GoldTable
 from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
@@ -66,7 +67,11 @@ def table_images(
 
 
 def current_images(spark: SparkSession, tables: Sequence[GoldTable]) -> DataFrame:
-    """The gold rows of ``tables`` as images, in one DataFrame."""
-    if not tables:
+    """The gold rows of ``tables`` as images, in one DataFrame.
+
+    Tables without a data file are left out: on a first run every table is empty, and
+    each scanned one costs a file-listing job while the fold's plan is made."""
+    holding = [t for t in tables if holds_files(spark, t.name)]
+    if not holding:
         return spark.createDataFrame([], IMAGES_SCHEMA)
-    return functools.reduce(DataFrame.unionByName, [table_images(spark, t) for t in tables])
+    return functools.reduce(DataFrame.unionByName, [table_images(spark, t) for t in holding])

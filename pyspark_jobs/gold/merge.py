@@ -3,7 +3,8 @@
 - ``record_rejects``: one MERGE of every diverted state, keyed by table, key and change;
 - ``merge_tombstones``: one MERGE of the deletes of every table;
 - ``merge_into_gold``: one MERGE per gold table; a row already equal to its state is
-  not rewritten, so a repeat changes nothing.
+  not rewritten, so a repeat changes nothing (``insert_into_empty_gold``: the same
+  write to a table without rows, as an append).
 """
 
 from __future__ import annotations
@@ -78,23 +79,26 @@ def merge_metrics(result: DataFrame) -> MergeMetrics:
     )
 
 
+def _assignments(entity: Entity) -> tuple[list[str], dict[str, str | Column]]:
+    """The compared columns, and the live row a state ``s`` writes (column -> SQL)."""
+    compared = [*entity.columns, "_seq", "_change_id", "_source", "_event_ts", "_cell_ts"]
+    data_columns = [*entity.columns, "_record_key", *compared[len(entity.columns) :]]
+    assign: dict[str, str | Column] = {quote(c): f"s.{quote(c)}" for c in data_columns}
+    assign["_updated_at"] = "s._updated_at"
+    if entity.soft_delete:
+        assign = {**assign, "_deleted": "false", "_deleted_at": "null"}
+    return compared, assign
+
+
 def merge_into_gold(spark: SparkSession, rows: DataFrame, entity: Entity) -> MergeMetrics:
     """One MERGE: live states upsert their row, deleted states delete it (or flag it).
 
     A row equal to its state (a repeat of the same run) is left alone.
     """
     target = DeltaTable.forName(spark, gold_table_name(entity))
-    compared = [*entity.columns, "_seq", "_change_id", "_source", "_event_ts", "_cell_ts"]
-    data_columns = [*entity.columns, "_record_key", *compared[len(entity.columns) :]]
-    assign: dict[str, str | Column] = {quote(c): f"s.{quote(c)}" for c in data_columns}
-    assign["_updated_at"] = "s._updated_at"
+    compared, live_assign = _assignments(entity)
     merge = target.alias("t").merge(rows.alias("s"), "t._record_key = s._record_key")
     if entity.soft_delete:
-        live_assign: dict[str, str | Column] = {
-            **assign,
-            "_deleted": "false",
-            "_deleted_at": "null",
-        }
         gone_assign: dict[str, str | Column] = {
             "_deleted": "true",
             "_deleted_at": "s._event_ts",
@@ -116,10 +120,30 @@ def merge_into_gold(spark: SparkSession, rows: DataFrame, entity: Entity) -> Mer
     else:
         merge = (
             merge.whenMatchedDelete(condition="not s._live")
-            .whenMatchedUpdate(condition=f"s._live and ({differs(compared)})", set=assign)
-            .whenNotMatchedInsert(condition="s._live", values=assign)
+            .whenMatchedUpdate(condition=f"s._live and ({differs(compared)})", set=live_assign)
+            .whenNotMatchedInsert(condition="s._live", values=live_assign)
         )
     return merge_metrics(merge.execute())
+
+
+def insert_into_empty_gold(spark: SparkSession, rows: DataFrame, entity: Entity) -> None:
+    """What ``merge_into_gold`` does to a table without rows, as one append: the live
+    states' rows, as its insert clause writes them (a column it does not assign is null).
+
+    Only for a table whose log says it holds no file: once the append commits, the table
+    holds files, so a repeat of the same run MERGEs and changes nothing.
+    """
+    name = gold_table_name(entity)
+    _, assign = _assignments(entity)
+    values = {column.strip("`").lower(): value for column, value in assign.items()}
+    layout = spark.table(name).schema
+    live = rows.alias("s").where("s._live")
+    live.select(
+        *[
+            F.expr(str(values.get(f.name.lower(), "null"))).cast(f.dataType).alias(f.name)
+            for f in layout.fields
+        ]
+    ).writeTo(name).append()
 
 
 def merge_tombstones(spark: SparkSession, states: DataFrame) -> None:
