@@ -21,14 +21,18 @@ from pyspark_jobs.delta_log import holds_files
 LOAD_THREADS = 6
 
 
-def load_snapshots(spark: SparkSession, tables: Iterable[str], skip_empty: bool = False) -> None:
+def load_snapshots(
+    spark: SparkSession, tables: Iterable[str], unless_empty: Iterable[str] = ()
+) -> None:
     """Bring the snapshot (and file list) of each named table up to date, concurrently;
-    ``skip_empty``: not of a table whose log says it holds no file (for a step that will
-    neither scan nor merge into such a table)."""
-    names = sorted(set(tables))
+    ``unless_empty``: more tables, each loaded only if its log says it holds files (for a
+    step that neither scans nor merges into an empty one)."""
+    always = set(tables)
+    optional = set(unless_empty) - always
+    names = sorted(always | optional)
 
     def load(name: str) -> None:
-        if not skip_empty or holds_files(spark, name):
+        if name not in optional or holds_files(spark, name):
             # `describe detail` reads the snapshot's state (file count and size): the same
             # state every later scan and MERGE of the table starts from.
             DeltaTable.forName(spark, name).detail().collect()

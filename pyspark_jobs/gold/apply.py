@@ -229,23 +229,23 @@ def fold_and_stage(
     with named_jobs(spark, "gold: load snapshots"):
         load_snapshots(
             spark,
+            # Merged into even when empty.
             [TOMBSTONES_TABLE, REJECTS_TABLE, CHANGE_LOG_TABLE]
-            + [t.name for ts in touched.values() for t in ts]
             + [
                 history_table_name(t.entity)
                 for ts in touched.values()
                 for t in ts
                 if t.entity.history
             ],
-            # Gold appends to a table without files (``_apply_table``) and its fold does
-            # not scan it.
-            skip_empty=True,
+            # A gold table without files is appended to (``_apply_table``) and its fold
+            # does not scan it.
+            unless_empty=[t.name for ts in touched.values() for t in ts],
         )
 
     def fold(family_name: str) -> FamilyFold:
         with named_jobs(spark, f"gold: fold inputs of the {family_name} family"):
             return fold_family(
-                spark, family_name, touched[family_name], new, up_to, truncated, None, whole_log
+                spark, family_name, touched[family_name], new, up_to, truncated, whole_log=whole_log
             )
 
     # The families read and materialize their inputs independently; each is mostly the

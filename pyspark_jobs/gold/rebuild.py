@@ -225,7 +225,9 @@ def rebuild_table(
     )
     # Every key of the table is touched: as for a truncate.
     whole = [t.table for t in related]
-    folded = fold_family(spark, table.family, related, changes, version, whole, related, whole)
+    folded = fold_family(
+        spark, table.family, related, changes, version, whole, related, whole_log=whole
+    )
     mine = F.col("table_name") == table.table
     states = materialized(folded.states.where(mine))
     if table.entity.soft_delete:
