@@ -1,5 +1,5 @@
 """A Delta table's current version, id, size, whether it holds files, newly added files
-and rows per partition, read from its log through the JVM.
+and rows (in all and per partition), read from its log through the JVM.
 
 ``DeltaLog.update`` lists the table's log for new commits and returns the current
 snapshot: no Spark job, the same on a lake URI, and the snapshot every later scan of the
@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 
@@ -122,11 +122,25 @@ def rows_per_partition(spark: SparkSession, table: str, column: str) -> dict[str
         column
     ):
         return None
+    rows = _live_rows(spark, snapshot, F.col("partitionValues")[column])
+    return None if rows is None else {str(value): n for value, n in rows}
+
+
+def row_count(spark: SparkSession, table: str) -> int | None:
+    """Live rows of ``table``, counted as ``rows_per_partition`` counts them (one job over
+    the file list, no data file read); None when a file has no record count."""
+    rows = _live_rows(spark, current_snapshot(spark, table), F.lit(None))
+    return None if rows is None else sum(n for _, n in rows)
+
+
+def _live_rows(spark: SparkSession, snapshot: Any, group: Column) -> list[tuple[Any, int]] | None:
+    """(group value, live rows) over the snapshot's files, from their statistics; None
+    when a file has none."""
     files = DataFrame(snapshot.allFiles().toDF(), spark)
     records = F.get_json_object("stats", "$.numRecords").cast("long")
     deleted = F.coalesce(F.col("deletionVector.cardinality"), F.lit(0))
     rows = (
-        files.groupBy(F.col("partitionValues")[column].alias("value"))
+        files.groupBy(group.alias("value"))
         .agg(
             F.sum(records - deleted).alias("rows"),
             F.count_if(records.isNull()).alias("uncounted"),
@@ -135,4 +149,4 @@ def rows_per_partition(spark: SparkSession, table: str, column: str) -> dict[str
     )
     if any(r["uncounted"] for r in rows):
         return None
-    return {str(r["value"]): int(r["rows"]) for r in rows}
+    return [(r["value"], int(r["rows"])) for r in rows]

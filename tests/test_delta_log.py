@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from pyspark_jobs.delta_log import (
     holds_files,
     latest_version,
+    row_count,
     rows_per_partition,
     table_bytes,
     version_with_id,
@@ -104,7 +105,7 @@ def counted(spark: SparkSession, table: str, column: str) -> dict[str, int]:
     return {str(r[column]): int(r["count"]) for r in rows}
 
 
-def test_rows_per_partition_are_the_rows_a_count_finds_after_deletes_and_updates(
+def test_rows_in_all_and_per_partition_are_the_rows_a_count_finds_after_deletes_and_updates(
     spark: SparkSession, empty_lake
 ):
     spark.sql("create database if not exists scratch")
@@ -127,6 +128,7 @@ def test_rows_per_partition_are_the_rows_a_count_finds_after_deletes_and_updates
     assert expected == {"a": 7, "b": 4}
     assert rows_per_partition(spark, "scratch.parts", "source") == expected
     assert counts_by(spark, "scratch.parts", "source") == expected
+    assert row_count(spark, "scratch.parts") == 11
 
 
 def test_rows_per_partition_are_unknown_where_the_log_cannot_tell_and_counted_instead(
@@ -135,8 +137,9 @@ def test_rows_per_partition_are_unknown_where_the_log_cannot_tell_and_counted_in
     spark.sql("create database if not exists scratch")
     spark.sql("create or replace table scratch.unsplit (source string, id bigint) using delta")
     spark.sql("insert into scratch.unsplit values ('a', 1), ('a', 2), ('b', 3)")
-    # Not a partition column: the file list cannot say.
+    # Not a partition column: the file list cannot say per source, but can in all.
     assert rows_per_partition(spark, "scratch.unsplit", "source") is None
+    assert row_count(spark, "scratch.unsplit") == 3
     assert counts_by(spark, "scratch.unsplit", "source") == {"a": 2, "b": 1}
 
     spark.sql(
@@ -151,6 +154,7 @@ def test_rows_per_partition_are_unknown_where_the_log_cannot_tell_and_counted_in
         spark.conf.unset("spark.databricks.delta.stats.collect")
     # A file written without statistics has no record count.
     assert rows_per_partition(spark, "scratch.unstated", "source") is None
+    assert row_count(spark, "scratch.unstated") is None
     assert counts_by(spark, "scratch.unstated", "source") == {"a": 2, "b": 1}
 
 
@@ -163,4 +167,5 @@ def test_the_summarys_counts_of_an_empty_partitioned_table_are_empty(
         "partitioned by (source)"
     )
     assert rows_per_partition(spark, "scratch.nothing", "source") == {}
+    assert row_count(spark, "scratch.nothing") == 0
     assert counts_by(spark, "scratch.missing_table", "source") == {}

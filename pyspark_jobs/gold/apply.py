@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.delta_log import holds_files, latest_version
+from pyspark_jobs.delta_log import holds_files, latest_version, row_count
 from pyspark_jobs.faults import crash_point
 from pyspark_jobs.gold.change_feed import (
     CHANGE_LOG_TABLE,
@@ -315,9 +315,11 @@ def apply_staged(
     run: StagedRun,
     progress: dict[str, Progress],
     reports: dict[str, TableApply],
+    resumed: bool = False,
 ) -> None:
     """Write a staged run into gold: rejects, tombstones, then every table concurrently;
-    then record the run's progress. Safe to repeat."""
+    then record the run's progress. Safe to repeat; ``resumed``: a repeat of a run a crash
+    stopped, whose row counts are read from the tables."""
     states = staged_rows(spark, run, STATE)
     with named_jobs(spark, "gold: count staged rows"):
         # Small by construction: one row per table with staged rows.
@@ -379,7 +381,12 @@ def apply_staged(
         report.deleted += done.deleted
         if table.table in per_table:
             report.rejected += int(per_table[table.table]["rejected"])
-        report.rows = _rows_before(spark, table, progress) + done.inserted - done.deleted
+        if resumed and table.table in metrics:
+            # The stopped run may have committed this table's MERGE: its repeat then
+            # reports nothing, and the count from before the run would be carried forward.
+            report.rows = _rows_now(spark, table)
+        else:
+            report.rows = _rows_before(spark, table, progress) + done.inserted - done.deleted
         done_progress[table.table] = Progress(run.version, report.rows, table.signature)
     crash_point("gold:written")
     with named_jobs(spark, "gold: progress"):
@@ -428,8 +435,15 @@ def _rows_before(spark: SparkSession, table: GoldTable, progress: dict[str, Prog
         return 0
     if before.row_count is None:
         # A lake from before row counts were kept: counted once, then carried forward.
-        return spark.table(table.name).count()
+        return _rows_now(spark, table)
     return before.row_count
+
+
+def _rows_now(spark: SparkSession, table: GoldTable) -> int:
+    """The table's row count, from its log (counted from its rows if the log cannot
+    tell)."""
+    from_log = row_count(spark, table.name)
+    return spark.table(table.name).count() if from_log is None else from_log
 
 
 def apply_gold(
@@ -466,7 +480,7 @@ def _apply_gold(
             f"gold: finishing the run staged at change-log version {unfinished.version} "
             f"({len(unfinished.tables)} tables)"
         )
-        apply_staged(spark, tables, unfinished, progress, reports)
+        apply_staged(spark, tables, unfinished, progress, reports, resumed=True)
         progress = applied_progress(spark)
     with named_jobs(spark, "gold: change-log version"):
         up_to = latest_version(spark, CHANGE_LOG_TABLE)

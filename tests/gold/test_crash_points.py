@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from pyspark_jobs.config import Entity, Source
 from pyspark_jobs.faults import FAULT_ENV, FAULT_MODE_ENV, InjectedFault
@@ -126,9 +127,11 @@ CREATED_TABLES = [*TABLES, "lakehouse.gold_pending"]
 
 def rows_of(frame: DataFrame) -> list[tuple]:
     kept = sorted(c for c in frame.columns if c not in IGNORED)
-    if "silver_version" in kept and "row_count" in kept:  # progress: the latest per table
-        frame = frame.groupBy("table_name").agg({"silver_version": "max"})
-        kept = sorted(frame.columns)
+    if "silver_version" in kept and "row_count" in kept:
+        # Progress: every row of the latest version per table, row count included (a
+        # resumed run once carried forward the count from before the crash).
+        latest = frame.groupBy("table_name").agg(F.max("silver_version").alias("silver_version"))
+        frame = frame.join(latest, ["table_name", "silver_version"]).drop("applied_at").distinct()
     return sorted(tuple(str(v) for v in r) for r in frame.select(*kept).collect())
 
 
