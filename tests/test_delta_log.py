@@ -19,10 +19,7 @@ from pyspark_jobs.delta_log import (
     version_with_id,
 )
 from pyspark_jobs.run_summary import counts_by
-
-
-def jobs_so_far(spark: SparkSession) -> int:
-    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+from tests.support.spark_jobs import jobs_so_far
 
 
 def forget_checksums(spark: SparkSession, location: str) -> None:

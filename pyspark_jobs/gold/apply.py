@@ -59,6 +59,7 @@ from pyspark_jobs.gold.merge import (
 from pyspark_jobs.gold.scd2_history import (
     ensure_history_table,
     history_table_name,
+    insert_into_empty_history,
     merge_history,
     typed_versions,
     versions,
@@ -230,16 +231,15 @@ def fold_and_stage(
         load_snapshots(
             spark,
             # Merged into even when empty.
-            [TOMBSTONES_TABLE, REJECTS_TABLE, CHANGE_LOG_TABLE]
-            + [
-                history_table_name(t.entity)
+            [TOMBSTONES_TABLE, REJECTS_TABLE, CHANGE_LOG_TABLE],
+            # A gold or history table without files is appended to (``_apply_table``),
+            # and no fold scans it.
+            unless_empty=[
+                name
                 for ts in touched.values()
                 for t in ts
-                if t.entity.history
+                for name in [t.name, *([history_table_name(t.entity)] if t.entity.history else [])]
             ],
-            # A gold table without files is appended to (``_apply_table``) and its fold
-            # does not scan it.
-            unless_empty=[t.name for ts in touched.values() for t in ts],
         )
 
     def fold(family_name: str) -> FamilyFold:
@@ -302,9 +302,14 @@ def _apply_table(
             ),
             table.entity,
         )
-        keys = staged_rows(spark, run, HISTORY_KEY).where(F.col("table_name") == table.table)
-        with named_jobs(spark, f"gold: history of {table.name}"):
-            merge_history(spark, rows, keys.select("_record_key"), table.entity)
+        if holds_files(spark, history_table_name(table.entity)):
+            keys = staged_rows(spark, run, HISTORY_KEY).where(F.col("table_name") == table.table)
+            with named_jobs(spark, f"gold: history of {table.name}"):
+                merge_history(spark, rows, keys.select("_record_key"), table.entity)
+        else:
+            # Nothing to match or to delete (a first run): the versions as an append.
+            with named_jobs(spark, f"gold: insert into the history of {table.name}"):
+                insert_into_empty_history(spark, rows, table.entity)
         crash_point(f"gold:history:{table.table}")
     return metrics
 

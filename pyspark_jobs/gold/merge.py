@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
@@ -133,15 +134,25 @@ def insert_into_empty_gold(spark: SparkSession, rows: DataFrame, entity: Entity)
     Only for a table whose log says it holds no file: once the append commits, the table
     holds files, so a repeat of the same run MERGEs and changes nothing.
     """
-    name = gold_table_name(entity)
     _, assign = _assignments(entity)
-    values = {column.strip("`").lower(): value for column, value in assign.items()}
-    layout = spark.table(name).schema
-    live = rows.alias("s").where("s._live")
-    live.select(
+    append_inserts(spark, gold_table_name(entity), rows.where("_live"), assign)
+
+
+def append_inserts(
+    spark: SparkSession, name: str, source: DataFrame, values: Mapping[str, str | Column]
+) -> None:
+    """Append to ``name`` the row a MERGE's insert clause with ``values`` (quoted column
+    -> SQL over the source row ``s``) writes for each row of ``source``: every column of
+    the table cast to its type, null where the clause does not assign it."""
+    assigned = {column.strip("`").lower(): value for column, value in values.items()}
+
+    def value(sql: str | Column) -> Column:
+        return sql if isinstance(sql, Column) else F.expr(sql)
+
+    source.alias("s").select(
         *[
-            F.expr(str(values.get(f.name.lower(), "null"))).cast(f.dataType).alias(f.name)
-            for f in layout.fields
+            value(assigned.get(f.name.lower(), "null")).cast(f.dataType).alias(f.name)
+            for f in spark.table(name).schema.fields
         ]
     ).writeTo(name).append()
 

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.config import Entity
 from pyspark_jobs.gold.folds.shared import sorted_entries
-from pyspark_jobs.gold.merge import differs
+from pyspark_jobs.gold.merge import append_inserts, differs
 from pyspark_jobs.gold.tables import gold_table_name, quote, spark_type
 from pyspark_jobs.gold.typed_values import cast_value, key_columns
 from pyspark_jobs.storage import clear_killed_creation
@@ -122,12 +122,21 @@ def typed_versions(versions: DataFrame, entity: Entity) -> DataFrame:
     )
 
 
+def _history_columns(entity: Entity) -> list[str]:
+    return [*entity.columns, *[c for c, _ in HISTORY_COLUMNS]]
+
+
+def _written(entity: Entity) -> dict[str, str | Column]:
+    """The history row a version ``s`` writes (quoted column -> SQL)."""
+    return {quote(c): f"s.{quote(c)}" for c in _history_columns(entity)}
+
+
 def merge_history(spark: SparkSession, rows: DataFrame, keys: DataFrame, entity: Entity) -> None:
     """Make the history of ``keys`` (``_record_key``) exactly the versions in ``rows``
     (typed history rows): new versions inserted, changed ones updated, versions that no
     longer exist deleted. Repeating it changes nothing."""
     name = history_table_name(entity)
-    columns = [*entity.columns, *[c for c, _ in HISTORY_COLUMNS]]
+    columns = _history_columns(entity)
     existing = spark.table(name).join(keys, "_record_key", "left_semi")
     gone = (
         existing.select("_record_key", "_change_id")
@@ -139,7 +148,7 @@ def merge_history(spark: SparkSession, rows: DataFrame, keys: DataFrame, entity:
         .withColumn("_drop", F.lit(False))
         .unionByName(gone, allowMissingColumns=True)
     )
-    values: dict[str, str | Column] = {quote(c): f"s.{quote(c)}" for c in columns}
+    values = _written(entity)
     (
         DeltaTable.forName(spark, name)
         .alias("t")
@@ -152,3 +161,13 @@ def merge_history(spark: SparkSession, rows: DataFrame, keys: DataFrame, entity:
         .whenNotMatchedInsert(condition="not s._drop", values=values)
         .execute()
     )
+
+
+def insert_into_empty_history(spark: SparkSession, rows: DataFrame, entity: Entity) -> None:
+    """What ``merge_history`` does to a history table without rows, as one append: every
+    version inserted, as its insert clause writes it (nothing there to update or delete).
+
+    Only for a table whose log says it holds no file: once the append commits, it holds
+    files, so a repeat of the same run MERGEs and changes nothing.
+    """
+    append_inserts(spark, history_table_name(entity), rows, _written(entity))

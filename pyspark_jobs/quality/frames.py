@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.tables import QUARANTINE_TABLE, RAW_TABLE
 from pyspark_jobs.config import Entity, LakehouseConfig, Source
+from pyspark_jobs.delta_log import holds_files
 from pyspark_jobs.gold.staging import PENDING_TABLE, STATE
 from pyspark_jobs.gold.tables import (
     GOLD_SCHEMA,
@@ -448,8 +449,12 @@ def gold_frame(
     tables = [t for t in _gold_tables(spark, config) if only is None or t[2] in only]
     _require(spark, TOMBSTONES_TABLE, PENDING_TABLE)  # frame_tables(config, "gold"), all
     pins = pins or {}
+    # A table whose log says it holds no file has no row to check: it is neither loaded
+    # nor scanned (on a first run, a state reconstruction and a file listing each), and
+    # its summary row is the one a scan of no rows gives.
+    held = [(e, name) for _, e, name in tables if holds_files(spark, name)]
     with named_jobs(spark, "gold gate: load snapshots"):
-        load_snapshots(spark, [name for _, _, name in tables] + [TOMBSTONES_TABLE, PENDING_TABLE])
+        load_snapshots(spark, [name for _, name in held] + [TOMBSTONES_TABLE, PENDING_TABLE])
     # Schemas are metadata: compared on the driver, one row per configured table.
     described = spark.createDataFrame(
         [
@@ -458,14 +463,14 @@ def gold_frame(
         ],
         "table string, table_name string, entity_kind string, schema_differences string",
     )
-    if not tables:
+    if not held:
         empty = "table string, record_key string, key_values string, null_keys array<string>, "
         rows = spark.createDataFrame(
             [], empty + "live boolean, seq array<bigint>, change_id string"
         )
     else:
         rows = _union(
-            [gold_rows(spark.table(name), name, e.key, e.soft_delete) for _, e, name in tables]
+            [gold_rows(spark.table(name), name, e.key, e.soft_delete) for e, name in held]
         )
     staged = _read(spark, PENDING_TABLE, pins).where(F.col("row_kind") == STATE)
     return gold_reconciliation(described, rows, _read(spark, TOMBSTONES_TABLE, pins), staged)

@@ -1,7 +1,8 @@
 """A table's first apply: what gold skips when a table holds nothing yet, and that the
 skipped work would not have changed a row.
 
-- a table without files is appended to instead of merged into (``insert_into_empty_gold``);
+- a table without files is appended to instead of merged into (``insert_into_empty_gold``,
+  and for a history table ``insert_into_empty_history``);
 - its gold rows and the tombstones are not scanned when there are none;
 - when every change-log row of the folded tables is new, the re-fold histories are made
   of the new rows, without reading the log again.
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import Entity, Source
 from pyspark_jobs.delta_log import latest_version
+from pyspark_jobs.gold import apply as gold_apply
 from pyspark_jobs.gold.apply import apply_gold
 from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE, new_changes
 from pyspark_jobs.gold.fold_inputs import gather
@@ -24,7 +27,12 @@ from pyspark_jobs.gold.folds.shared import materialized
 from pyspark_jobs.gold.merge import insert_into_empty_gold, merge_into_gold, typed_rows
 from pyspark_jobs.gold.table_specs import gold_tables
 from pyspark_jobs.gold.tables import ensure_gold_table, ensure_state_tables
+from pyspark_jobs.settings import Settings
+from tests.conftest import reset_lake
 from tests.gold.changelog import append, change, config, create_change_log, rows
+from tests.gold.test_crash_points import BATCH_1 as CRASH_BATCH
+from tests.gold.test_crash_points import CONFIG as CRASH_CONFIG
+from tests.gold.test_crash_points import snapshot as crash_snapshot
 from tests.gold.test_graph_apply import BATCH_1, BATCH_2
 from tests.gold.test_graph_apply import CONFIG as GRAPH_CONFIG
 
@@ -134,3 +142,31 @@ def test_a_first_fold_takes_the_histories_from_the_new_rows(spark: SparkSession,
     # Derived events are there: more events than the log has rows.
     events = sum(h.count('"change_id"') for h in from_new_rows)
     assert events > len(BATCH_1) + len(BATCH_2)
+
+
+def test_a_first_apply_writes_gold_and_history_as_merges_into_the_same_empty_tables_would(
+    spark: SparkSession, settings: Settings, monkeypatch: pytest.MonkeyPatch
+):
+    """Rejects, a cast failure, Cassandra cells, implicit vertices, edges, and SCD2
+    histories of a Debezium table and a vertex: appended, then merged as before."""
+    quiet = {"log": lambda _: None}
+    reset_lake(spark, settings)
+    create_change_log(spark)
+    append(spark, CRASH_BATCH)
+    apply_gold(spark, CRASH_CONFIG, **quiet)
+    for history in ("gold.c_users_history", "gold.c_person_history"):
+        operation = spark.sql(f"describe history {history} limit 1").first()["operation"]
+        assert operation == "WRITE", history  # the append, not a MERGE
+    appended = crash_snapshot(spark)
+    assert appended["gold.c_users_history"] and appended["gold.c_person_history"]
+
+    reset_lake(spark, settings)
+    create_change_log(spark)
+    append(spark, CRASH_BATCH)
+    # Every table as if it held files: MERGEs into the same empty tables.
+    monkeypatch.setattr(gold_apply, "holds_files", lambda *_: True)
+    apply_gold(spark, CRASH_CONFIG, **quiet)
+    assert (
+        spark.sql("describe history gold.c_users_history limit 1").first()["operation"] == "MERGE"
+    )
+    assert crash_snapshot(spark) == appended

@@ -3,14 +3,22 @@ correct data counts nothing."""
 
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from pyspark_jobs.config import Entity, Source
+from pyspark_jobs.delta_log import holds_files
+from pyspark_jobs.gold.apply import apply_gold
+from pyspark_jobs.quality import frames
 from pyspark_jobs.quality.frames import (
     bronze_reconciliation,
+    gold_frame,
     gold_reconciliation,
     gold_rows,
     silver_reconciliation,
 )
+from tests.gold.changelog import append, change, config, create_change_log
+from tests.support.spark_jobs import jobs_so_far
 
 LINEAGE = "struct<topic:string, partition:int, offset:bigint>"
 RAW = "source string, format string, topic string, partition int, offset bigint"
@@ -260,3 +268,28 @@ def test_soft_deleted_rows_are_not_live(spark: SparkSession):
     )
     assert (row["rows"], row["live_rows"], row["deleted_keys_live"]) == (1, 0, 0)
     assert row["states_not_applied"] == 0
+
+
+def test_a_gold_table_without_files_is_summarised_as_no_rows_without_reading_it(
+    spark: SparkSession, empty_lake, monkeypatch: pytest.MonkeyPatch
+):
+    users = Entity("f.users", "f_users", ("id",), {"id": "bigint", "name": "string"})
+    never = Entity("f.never", "f_never", ("id",), {"id": "bigint"}, soft_delete=True)
+    shop = Source("f_shop", "debezium", (users, never), landing=None)
+    lake = config(shop)
+    create_change_log(spark)
+    append(spark, [change(shop, users, {"id": 1}, "upsert", [1], row={"id": 1, "name": "a"})])
+    apply_gold(spark, lake, log=lambda _: None)
+    assert not holds_files(spark, "gold.f_never")  # created by gold, never written
+
+    gold_frame(spark, lake).collect()  # loads the snapshots of the tables it reads
+    started = jobs_so_far(spark)
+    skipped = by(gold_frame(spark, lake), "table")
+    skipped_jobs = jobs_so_far(spark) - started
+    # The same frame with every table scanned, as before tables without files were skipped.
+    monkeypatch.setattr(frames, "holds_files", lambda *_: True)
+    started = jobs_so_far(spark)
+    scanned = by(gold_frame(spark, lake), "table")
+    assert skipped == scanned
+    assert skipped["gold.f_never"]["rows"] == 0 and skipped["gold.f_users"]["rows"] == 1
+    assert skipped_jobs < jobs_so_far(spark) - started
