@@ -232,8 +232,8 @@ def fold_and_stage(
             spark,
             # Merged into even when empty.
             [TOMBSTONES_TABLE, REJECTS_TABLE, CHANGE_LOG_TABLE],
-            # A gold or history table without files is appended to (``_apply_table``),
-            # and no fold scans it.
+            # A gold or history table without files is appended to (``_write_gold``,
+            # ``_write_history``), and no fold scans it.
             unless_empty=[
                 name
                 for ts in touched.values()
@@ -266,52 +266,52 @@ def fold_and_stage(
     return run
 
 
-def _apply_table(
-    spark: SparkSession, table: GoldTable, run: StagedRun, counts: Row | None
-) -> MergeMetrics:
-    """The MERGEs of one table from the staged rows: gold, then its history."""
+def _write_gold(spark: SparkSession, table: GoldTable, run: StagedRun, counts: Row) -> MergeMetrics:
+    """One table's gold MERGE (or first append) from the staged rows."""
     metrics = MergeMetrics()
-    if counts is not None and counts["merged"]:
-        mine = staged_rows(spark, run, STATE).where(
-            (F.col("table_name") == table.table) & F.col("_reject_reason").isNull()
-        )
-        rows = typed_rows(mine, table.entity)
-        if holds_files(spark, table.name):
-            with named_jobs(spark, f"gold: merge {table.name}"):
-                metrics = merge_into_gold(spark, rows, table.entity)
-        elif counts["live"]:
-            # Nothing to match (a first run): the MERGE's inserts as an append, one Spark
-            # job instead of seven; what it inserts is counted with the staged rows.
-            with named_jobs(spark, f"gold: insert into {table.name}"):
-                insert_into_empty_gold(spark, rows, table.entity)
-            metrics = MergeMetrics(inserted=int(counts["live"]))
-        crash_point(f"gold:merged:{table.table}")
-    if table.entity.history and counts is not None and counts["history_keys"]:
-        mine = staged_rows(spark, run, VERSION).where(
-            (F.col("table_name") == table.table) & F.col("_reject_reason").isNull()
-        )
-        rows = typed_versions(
-            mine.select(
-                *KEY,
-                "_image",
-                "_seq",
-                "_change_id",
-                F.col("_valid_from").alias("valid_from"),
-                F.col("_valid_to").alias("valid_to"),
-                F.col("_is_current").alias("is_current"),
-            ),
-            table.entity,
-        )
-        if holds_files(spark, history_table_name(table.entity)):
-            keys = staged_rows(spark, run, HISTORY_KEY).where(F.col("table_name") == table.table)
-            with named_jobs(spark, f"gold: history of {table.name}"):
-                merge_history(spark, rows, keys.select("_record_key"), table.entity)
-        else:
-            # Nothing to match or to delete (a first run): the versions as an append.
-            with named_jobs(spark, f"gold: insert into the history of {table.name}"):
-                insert_into_empty_history(spark, rows, table.entity)
-        crash_point(f"gold:history:{table.table}")
+    mine = staged_rows(spark, run, STATE).where(
+        (F.col("table_name") == table.table) & F.col("_reject_reason").isNull()
+    )
+    rows = typed_rows(mine, table.entity)
+    if holds_files(spark, table.name):
+        with named_jobs(spark, f"gold: merge {table.name}"):
+            metrics = merge_into_gold(spark, rows, table.entity)
+    elif counts["live"]:
+        # Nothing to match (a first run): the MERGE's inserts as an append, one Spark
+        # job instead of seven; what it inserts is counted with the staged rows.
+        with named_jobs(spark, f"gold: insert into {table.name}"):
+            insert_into_empty_gold(spark, rows, table.entity)
+        metrics = MergeMetrics(inserted=int(counts["live"]))
+    crash_point(f"gold:merged:{table.table}")
     return metrics
+
+
+def _write_history(spark: SparkSession, table: GoldTable, run: StagedRun) -> None:
+    """One table's SCD2 history MERGE (or first append) from the staged versions."""
+    mine = staged_rows(spark, run, VERSION).where(
+        (F.col("table_name") == table.table) & F.col("_reject_reason").isNull()
+    )
+    rows = typed_versions(
+        mine.select(
+            *KEY,
+            "_image",
+            "_seq",
+            "_change_id",
+            F.col("_valid_from").alias("valid_from"),
+            F.col("_valid_to").alias("valid_to"),
+            F.col("_is_current").alias("is_current"),
+        ),
+        table.entity,
+    )
+    if holds_files(spark, history_table_name(table.entity)):
+        keys = staged_rows(spark, run, HISTORY_KEY).where(F.col("table_name") == table.table)
+        with named_jobs(spark, f"gold: history of {table.name}"):
+            merge_history(spark, rows, keys.select("_record_key"), table.entity)
+    else:
+        # Nothing to match or to delete (a first run): the versions as an append.
+        with named_jobs(spark, f"gold: insert into the history of {table.name}"):
+            insert_into_empty_history(spark, rows, table.entity)
+    crash_point(f"gold:history:{table.table}")
 
 
 def apply_staged(
@@ -322,9 +322,9 @@ def apply_staged(
     reports: dict[str, TableApply],
     resumed: bool = False,
 ) -> None:
-    """Write a staged run into gold: rejects, tombstones, then every table concurrently;
-    then record the run's progress. Safe to repeat; ``resumed``: a repeat of a run a crash
-    stopped, whose row counts are read from the tables."""
+    """Write a staged run into gold: rejects, tombstones, every gold and history table,
+    concurrently; then record the run's progress. Safe to repeat; ``resumed``: a repeat
+    of a run a crash stopped, whose row counts are read from the tables."""
     states = staged_rows(spark, run, STATE)
     with named_jobs(spark, "gold: count staged rows"):
         # Small by construction: one row per table with staged rows.
@@ -344,6 +344,10 @@ def apply_staged(
             )
             .collect()
         }
+    # Every write of the run goes to its own Delta table (commits to different tables do
+    # not conflict) and none reads another's output: they run side by side, and a repeat
+    # of the run after a crash anywhere among them redoes what did not commit.
+    writes: dict[str, Callable[[], MergeMetrics | None]] = {}
     if any(r["rejected"] or r["rejected_versions"] for r in per_table.values()):
         reasons = staged.where(rejected & F.col("row_kind").isin(STATE, VERSION)).select(
             F.when(F.col("row_kind") == VERSION, F.concat("table_name", F.lit("_history")))
@@ -356,27 +360,34 @@ def apply_staged(
             F.col("_source").alias("source"),
             F.col("_event_ts").alias("event_ts"),
         )
-        with named_jobs(spark, "gold: rejects"):
-            record_rejects(spark, reasons, run.version)
-        crash_point("gold:rejects")
+
+        def rejects() -> None:
+            with named_jobs(spark, "gold: rejects"):
+                record_rejects(spark, reasons, run.version)
+            crash_point("gold:rejects")
+
+        writes["rejects"] = rejects
     if any(r["tombs"] for r in per_table.values()):
-        with named_jobs(spark, "gold: tombstones"):
-            merge_tombstones(spark, states.where(F.col("_reject_reason").isNull()))
-        crash_point("gold:tombstones")
+
+        def tombstones() -> None:
+            with named_jobs(spark, "gold: tombstones"):
+                merge_tombstones(spark, states.where(F.col("_reject_reason").isNull()))
+            crash_point("gold:tombstones")
+
+        writes["tombstones"] = tombstones
     in_run = [t for t in tables if t.table in run.tables]
-    work = [
-        t
-        for t in in_run
-        if t.table in per_table
-        and (per_table[t.table]["merged"] or per_table[t.table]["history_keys"])
-    ]
+    for t in in_run:
+        counts = per_table.get(t.table)
+        if counts is not None and counts["merged"]:
+            writes[t.table] = functools.partial(_write_gold, spark, t, run, counts)
+        if counts is not None and t.entity.history and counts["history_keys"]:
+            writes[f"{t.table} history"] = functools.partial(_write_history, spark, t, run)
     metrics: dict[str, MergeMetrics] = {}
-    with ThreadPoolExecutor(max_workers=max(1, min(MERGE_THREADS, len(work)))) as pool:
-        futures = {
-            t.table: pool.submit(_apply_table, spark, t, run, per_table.get(t.table)) for t in work
-        }
+    with ThreadPoolExecutor(max_workers=max(1, min(MERGE_THREADS, len(writes)))) as pool:
+        futures = {name: pool.submit(write) for name, write in writes.items()}
         for name, future in futures.items():
-            metrics[name] = future.result()
+            if isinstance(done := future.result(), MergeMetrics):
+                metrics[name] = done
     done_progress: dict[str, Progress] = {}
     for table in in_run:
         done = metrics.get(table.table, MergeMetrics())

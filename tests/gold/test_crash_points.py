@@ -97,7 +97,9 @@ BATCH_2 = [
     person("p1", 20, score=("Add", "3")),
     person("p2", 21, op="delete"),  # its Knows edge goes with it
 ]
-# Every write of a run, in order; the resumed run passes them all again.
+# Every write of a run; the resumed run passes them all again. The writes after staging
+# run side by side: a stop at one lets the others in flight commit (a kill may cut them
+# anywhere: the crash drills, tests/drills).
 CRASH_POINTS = [
     "gold:staged",
     "gold:rejects",
