@@ -93,6 +93,13 @@ from pyspark_jobs.snapshots import load_snapshots
 # MERGEs in flight at once: each is mostly driver-side planning and Delta log work for a
 # few rows, so a few overlap well even on two cores.
 MERGE_THREADS = 4
+# A history version's own columns, as ``versions`` names them -> as staged beside the
+# states (``_event_ts`` there is its start).
+STAGED_VERSION_COLUMNS = {
+    "valid_from": "_valid_from",
+    "valid_to": "_valid_to",
+    "is_current": "_is_current",
+}
 # Gold tables created (or given new columns) at once, on a new lake or a changed config.
 LAYOUT_THREADS = 4
 # On small tables a MERGE rewrites the few small files it touches: cheaper than writing
@@ -165,9 +172,7 @@ def fold_family(
         "_seq",
         "_change_id",
         F.col("valid_from").alias("_event_ts"),
-        F.col("valid_from").alias("_valid_from"),
-        F.col("valid_to").alias("_valid_to"),
-        F.col("is_current").alias("_is_current"),
+        *[F.col(c).alias(staged) for c, staged in STAGED_VERSION_COLUMNS.items()],
     )
     return FamilyFold(
         states, with_reject_reason(kept, inputs.specs, inputs.types), own.select(*KEY)
@@ -227,6 +232,7 @@ def fold_and_stage(
     with_changes = {r["table_name"] for r in counted}
     truncated = {r["table_name"] for r in counted if r["truncates"]}
     touched = {f: _touched(behind, f, with_changes) for f in FAMILIES}
+    touched_tables = [t for ts in touched.values() for t in ts]
     with named_jobs(spark, "gold: load snapshots"):
         load_snapshots(
             spark,
@@ -234,12 +240,8 @@ def fold_and_stage(
             [TOMBSTONES_TABLE, REJECTS_TABLE, CHANGE_LOG_TABLE],
             # A gold or history table without files is appended to (``_write_gold``,
             # ``_write_history``), and no fold scans it.
-            unless_empty=[
-                name
-                for ts in touched.values()
-                for t in ts
-                for name in [t.name, *([history_table_name(t.entity)] if t.entity.history else [])]
-            ],
+            unless_empty=[t.name for t in touched_tables]
+            + [history_table_name(t.entity) for t in touched_tables if t.entity.history],
         )
 
     def fold(family_name: str) -> FamilyFold:
@@ -297,9 +299,7 @@ def _write_history(spark: SparkSession, table: GoldTable, run: StagedRun) -> Non
             "_image",
             "_seq",
             "_change_id",
-            F.col("_valid_from").alias("valid_from"),
-            F.col("_valid_to").alias("valid_to"),
-            F.col("_is_current").alias("is_current"),
+            *[F.col(staged).alias(c) for c, staged in STAGED_VERSION_COLUMNS.items()],
         ),
         table.entity,
     )
@@ -377,10 +377,11 @@ def apply_staged(
         writes["tombstones"] = tombstones
     in_run = [t for t in tables if t.table in run.tables]
     for t in in_run:
-        counts = per_table.get(t.table)
-        if counts is not None and counts["merged"]:
+        if (counts := per_table.get(t.table)) is None:
+            continue
+        if counts["merged"]:
             writes[t.table] = functools.partial(_write_gold, spark, t, run, counts)
-        if counts is not None and t.entity.history and counts["history_keys"]:
+        if t.entity.history and counts["history_keys"]:
             writes[f"{t.table} history"] = functools.partial(_write_history, spark, t, run)
     metrics: dict[str, MergeMetrics] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(MERGE_THREADS, len(writes)))) as pool:
