@@ -33,14 +33,18 @@ def keys_of(changes: DataFrame) -> DataFrame:
 
 def of_keys(frame: DataFrame, keys: DataFrame, whole_tables: Collection[str] = ()) -> DataFrame:
     """The rows of ``frame`` (``table_name``, ``_record_key``) whose key is in ``keys``,
-    plus every row of the tables named in ``whole_tables`` (those a truncate empties)."""
-    if not whole_tables:
-        return frame.join(keys, KEY, "left_semi")
-    # One read of ``frame``: the whole tables' rows join as their own keys.
-    wanted = keys.unionByName(
-        frame.where(F.col("table_name").isin(*whole_tables)).select(*KEY)
-    ).distinct()
-    return frame.join(wanted, KEY, "left_semi")
+    plus every row of the tables named in ``whole_tables`` (those a truncate empties).
+
+    An inner join with each wanted key once, not a semi join: Spark pushes a semi join
+    below a union, and ``frame`` is often one (``current_images``: a scan per gold table),
+    so each table got a join of its own, with two shuffles and their jobs. The inner join
+    stays above the union: one shuffle of every table's rows (a warm cycle's changes to 24
+    tables: the rows family's inputs 147 Spark jobs -> 54, docs/gold.md)."""
+    wanted = keys
+    if whole_tables:
+        # One read of ``frame``: the whole tables' rows join as their own keys.
+        wanted = keys.unionByName(frame.where(F.col("table_name").isin(*whole_tables)).select(*KEY))
+    return frame.join(wanted.distinct(), KEY).select(*frame.columns)
 
 
 def _log(spark: SparkSession, tables: Sequence[GoldTable], up_to: int) -> DataFrame:
