@@ -19,7 +19,7 @@ from pyspark_jobs.delta_log import holds_files
 from pyspark_jobs.gold.change_feed import change_log_as_of
 from pyspark_jobs.gold.folds import FoldFamily, FoldInputs
 from pyspark_jobs.gold.folds.events import KEY, sorted_history
-from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY, materialized
+from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY, empty_frame, materialized
 from pyspark_jobs.gold.images import current_images
 from pyspark_jobs.gold.table_specs import GoldTable, specs_frame
 from pyspark_jobs.gold.tables import TOMBSTONES_TABLE
@@ -111,7 +111,7 @@ def gather(
     affected = keys if histories is None else keys.unionByName(histories.select(*KEY))
     tombstones = spark.table(TOMBSTONES_TABLE)
     if not holds_files(spark, TOMBSTONES_TABLE):  # a first run's: not scanned for nothing
-        tombstones = spark.createDataFrame([], tombstones.schema)
+        tombstones = empty_frame(spark, tombstones.schema)
     tombstones = tombstones.withColumnRenamed("record_key", "_record_key")
     return FoldInputs(
         changes=changes,

@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.delta_log import holds_files
-from pyspark_jobs.gold.folds.shared import IMAGE_TYPE
+from pyspark_jobs.gold.folds.shared import IMAGE_TYPE, empty_frame
 from pyspark_jobs.gold.table_specs import GoldTable
 from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
 
@@ -70,8 +70,9 @@ def current_images(spark: SparkSession, tables: Sequence[GoldTable]) -> DataFram
     """The gold rows of ``tables`` as images, in one DataFrame.
 
     Tables without a data file are left out: on a first run every table is empty, and
-    each scanned one costs a file-listing job while the fold's plan is made."""
+    each scanned one costs a file-listing job while the fold's plan is made. With none
+    left, an empty local relation, which the folds' plans over it drop without a job."""
     holding = [t for t in tables if holds_files(spark, t.name)]
     if not holding:
-        return spark.createDataFrame([], IMAGES_SCHEMA)
+        return empty_frame(spark, IMAGES_SCHEMA)
     return functools.reduce(DataFrame.unionByName, [table_images(spark, t) for t in holding])

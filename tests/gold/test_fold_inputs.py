@@ -1,13 +1,18 @@
-"""What a fold reads of the gold rows: the rows of the touched keys (``fold_inputs.of_keys``)."""
+"""What a fold reads of the gold rows: the rows of the touched keys (``fold_inputs.of_keys``),
+and nothing computed for gold rows or tombstones a first run knows are empty."""
 
 from __future__ import annotations
 
 import functools
 import re
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 
 from pyspark_jobs.gold.fold_inputs import of_keys
+from pyspark_jobs.gold.folds.events import KEY
+from pyspark_jobs.gold.folds.shared import empty_frame, materialized
+from pyspark_jobs.gold.images import IMAGES_SCHEMA
+from tests.support.spark_jobs import counted_jobs
 
 # Three gold tables' rows as ``current_images`` gives them: one frame per table, unioned.
 ROWS = {
@@ -74,3 +79,28 @@ def test_the_key_join_is_one_join_over_every_table_not_one_per_table(spark: Spar
         plan = of_keys(frame, keys_frame(spark), whole_tables)._jdf.queryExecution()
         joins = re.findall(r"\bJoin (?:Inner|LeftSemi)\b", plan.optimizedPlan().toString())
         assert len(joins) == 1, plan.optimizedPlan().toString()
+
+
+def test_the_rows_of_an_empty_gold_cost_no_job_and_plan_the_folds_joins_away(
+    spark: SparkSession,
+):
+    # A first run: no gold table holds a file, so ``current_images`` is an empty frame.
+    keys = keys_frame(spark)
+    with counted_jobs(spark) as jobs:
+        current = materialized(of_keys(empty_frame(spark, IMAGES_SCHEMA), keys, ("a",)))
+        assert jobs() == 0
+    assert current.collect() == []
+    assert current.columns == spark.createDataFrame([], IMAGES_SCHEMA).columns
+    # A fold's join with the empty rows keeps the changes' side as it is, with no join.
+    joined = keys.join(current, KEY, "left")
+    assert "Join" not in joined._jdf.queryExecution().optimizedPlan().toString()
+    assert sorted(joined.select(*KEY, "_seq").collect()) == sorted(
+        Row(table_name=t, _record_key=k, _seq=None) for t, k in KEYS
+    )
+
+
+def test_a_frame_with_rows_is_still_materialized(spark: SparkSession):
+    frame = materialized(of_keys(tables_frame(spark), keys_frame(spark)))
+    # Computed once: its plan is a checkpoint's, no longer the join.
+    assert "Join" not in frame._jdf.queryExecution().optimizedPlan().toString()
+    assert sorted(tuple(r) for r in frame.collect()) == expected(())

@@ -3,8 +3,9 @@ the filter that drops states gold already holds."""
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from pyspark_jobs.gold.folds.inputs import FoldInputs
 from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
@@ -40,8 +41,25 @@ NET_STATE_COLUMNS = (
 )
 
 
+def empty_frame(spark: SparkSession, schema: StructType | str) -> DataFrame:
+    """An empty frame Spark's optimizer knows is empty: an empty local relation.
+
+    ``createDataFrame([])`` alone is an RDD that Spark must run to find it holds nothing,
+    so every join with it costs shuffles and jobs; over an empty local relation the
+    optimizer removes the join (or keeps the other side), without a job. ``limit(0)`` is
+    what turns the RDD into that relation (the optimizer's OptimizeLimitZero)."""
+    return spark.createDataFrame([], schema).limit(0)
+
+
 def materialized(frame: DataFrame) -> DataFrame:
-    """``frame`` computed once and kept (memory, spilling to disk), its plan cut off."""
+    """``frame`` computed once and kept (memory, spilling to disk), its plan cut off.
+
+    A frame the optimizer proves empty (it reads only empty local relations: a first
+    run's gold rows and tombstones) is not computed but stays an empty local relation, so
+    the plans that read it are simplified too: a checkpoint would be an RDD again."""
+    plan = frame._jdf.queryExecution().optimizedPlan()
+    if plan.getClass().getSimpleName() == "LocalRelation" and plan.data().isEmpty():
+        return empty_frame(frame.sparkSession, frame.schema)
     return frame.localCheckpoint(eager=True)
 
 
