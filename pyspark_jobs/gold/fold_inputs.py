@@ -16,10 +16,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.delta_log import holds_files
+from pyspark_jobs.empty_frames import empty_frame
 from pyspark_jobs.gold.change_feed import change_log_as_of
 from pyspark_jobs.gold.folds import FoldFamily, FoldInputs
 from pyspark_jobs.gold.folds.events import KEY, sorted_history
-from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY, empty_frame, materialized
+from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY, materialized
 from pyspark_jobs.gold.images import current_images
 from pyspark_jobs.gold.table_specs import GoldTable, specs_frame
 from pyspark_jobs.gold.tables import TOMBSTONES_TABLE

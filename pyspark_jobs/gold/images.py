@@ -9,7 +9,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.delta_log import holds_files
-from pyspark_jobs.gold.folds.shared import IMAGE_TYPE, empty_frame
+from pyspark_jobs.empty_frames import empty_frame
+from pyspark_jobs.gold.folds.shared import IMAGE_TYPE
 from pyspark_jobs.gold.table_specs import GoldTable
 from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
 

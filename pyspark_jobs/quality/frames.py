@@ -25,10 +25,12 @@ from pyspark.sql import functions as F
 from pyspark_jobs.bronze.tables import QUARANTINE_TABLE, RAW_TABLE
 from pyspark_jobs.config import Entity, LakehouseConfig, Source
 from pyspark_jobs.delta_log import holds_files
+from pyspark_jobs.empty_frames import empty_frame
 from pyspark_jobs.gold.staging import PENDING_TABLE, STATE
 from pyspark_jobs.gold.tables import (
     GOLD_SCHEMA,
     REJECTS_TABLE,
+    SEQ_TYPE,
     TOMBSTONES_TABLE,
     gold_columns,
     gold_table_name,
@@ -210,6 +212,13 @@ def silver_reconciliation(
         *RECONCILIATION,
         _rate(F.col("rejected"), F.col("bronze_records")).alias("reject_rate"),
     )
+
+
+# What ``gold_rows`` gives, for a gate over no gold row at all.
+GOLD_ROWS_SCHEMA = (
+    "table string, record_key string, key_values string, null_keys array<string>, "
+    f"live boolean, seq {SEQ_TYPE}, change_id string"
+)
 
 
 def gold_rows(
@@ -464,10 +473,7 @@ def gold_frame(
         "table string, table_name string, entity_kind string, schema_differences string",
     )
     if not held:
-        empty = "table string, record_key string, key_values string, null_keys array<string>, "
-        rows = spark.createDataFrame(
-            [], empty + "live boolean, seq array<bigint>, change_id string"
-        )
+        rows = empty_frame(spark, GOLD_ROWS_SCHEMA)
     else:
         rows = _union(
             [gold_rows(spark.table(name), name, e.key, e.soft_delete) for e, name in held]

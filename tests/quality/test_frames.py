@@ -18,7 +18,7 @@ from pyspark_jobs.quality.frames import (
     silver_reconciliation,
 )
 from tests.gold.changelog import append, change, config, create_change_log
-from tests.support.spark_jobs import jobs_so_far
+from tests.support.spark_jobs import counted_jobs, jobs_so_far
 
 LINEAGE = "struct<topic:string, partition:int, offset:bigint>"
 RAW = "source string, format string, topic string, partition int, offset bigint"
@@ -293,3 +293,27 @@ def test_a_gold_table_without_files_is_summarised_as_no_rows_without_reading_it(
     assert skipped == scanned
     assert skipped["gold.f_never"]["rows"] == 0 and skipped["gold.f_users"]["rows"] == 1
     assert skipped_jobs < jobs_so_far(spark) - started
+
+
+def test_a_gate_over_no_gold_row_plans_the_rows_away(
+    spark: SparkSession, empty_lake, monkeypatch: pytest.MonkeyPatch
+):
+    users = Entity("n.users", "n_users", ("id",), {"id": "bigint", "n": "bigint"})
+    shop = Source("n_shop", "debezium", (users,), landing=None)
+    lake = config(shop)
+    create_change_log(spark)
+    # Its only change does not cast: rejected, so gold is created and holds no row.
+    append(spark, [change(shop, users, {"id": 1}, "upsert", [1], row={"id": 1, "n": "x"})])
+    apply_gold(spark, lake, log=lambda _: None)
+    assert not holds_files(spark, "gold.n_users")
+
+    gold_frame(spark, lake).collect()  # loads the snapshots of the tables it reads
+    with counted_jobs(spark) as planned_away:
+        summary = by(gold_frame(spark, lake), "table")
+    # The same summary over an empty frame Spark must run to find empty.
+    monkeypatch.setattr(frames, "empty_frame", lambda s, schema: s.createDataFrame([], schema))
+    with counted_jobs(spark) as run_to_find_empty:
+        assert by(gold_frame(spark, lake), "table") == summary
+    assert summary["gold.n_users"]["rows"] == 0
+    assert summary["gold.n_users"]["rejected_states"] == 1
+    assert planned_away() < run_to_find_empty()

@@ -3,10 +3,10 @@ the filter that drops states gold already holds."""
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
+from pyspark_jobs.empty_frames import empty_frame
 from pyspark_jobs.gold.folds.inputs import FoldInputs
 from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
 from pyspark_jobs.gold.typed_values import canonical_text
@@ -39,16 +39,6 @@ NET_STATE_COLUMNS = (
     "_cell_ts",
     "_tomb_seq",
 )
-
-
-def empty_frame(spark: SparkSession, schema: StructType | str) -> DataFrame:
-    """An empty frame Spark's optimizer knows is empty: an empty local relation.
-
-    ``createDataFrame([])`` alone is an RDD that Spark must run to find it holds nothing,
-    so every join with it costs shuffles and jobs; over an empty local relation the
-    optimizer removes the join (or keeps the other side), without a job. ``limit(0)`` is
-    what turns the RDD into that relation (the optimizer's OptimizeLimitZero)."""
-    return spark.createDataFrame([], schema).limit(0)
 
 
 def materialized(frame: DataFrame) -> DataFrame:
