@@ -19,7 +19,7 @@ from pyspark_jobs.delta_log import (
     version_with_id,
 )
 from pyspark_jobs.run_summary import counts_by
-from tests.support.spark_jobs import jobs_so_far
+from tests.support.spark_jobs import counted_jobs
 
 
 def forget_checksums(spark: SparkSession, location: str) -> None:
@@ -39,9 +39,9 @@ def test_the_logs_version_is_describe_historys_and_runs_no_spark_job(
         spark.sql(f"insert into scratch.versions values ({n})")
     history = spark.sql("describe history scratch.versions limit 1").first()["version"]
 
-    before = jobs_so_far(spark)
-    assert latest_version(spark, "scratch.versions") == history == 3
-    assert jobs_so_far(spark) == before
+    with counted_jobs(spark) as jobs:
+        assert latest_version(spark, "scratch.versions") == history == 3
+    assert jobs() == 0
 
     spark.sql("insert into scratch.versions values (9)")  # seen at once: no stale snapshot
     assert latest_version(spark, "scratch.versions") == 4
@@ -81,9 +81,9 @@ def test_a_table_holds_files_once_written_and_none_once_every_row_is_deleted(
         "create or replace table scratch.held (id bigint) using delta "
         "tblproperties (delta.enableDeletionVectors = true)"
     )
-    before = jobs_so_far(spark)
-    assert not holds_files(spark, "scratch.held")  # created: nothing to scan
-    assert jobs_so_far(spark) == before
+    with counted_jobs(spark) as jobs:
+        assert not holds_files(spark, "scratch.held")  # created: nothing to scan
+    assert jobs() == 0
     spark.sql("insert into scratch.held values (1), (2)")
     assert holds_files(spark, "scratch.held")
     spark.sql("delete from scratch.held where id = 1")  # a deletion vector: still a file

@@ -283,8 +283,8 @@ def test_a_gold_table_without_files_is_summarised_as_no_rows_without_reading_it(
     assert not holds_files(spark, "gold.f_never")  # created by gold, never written
 
     gold_frame(spark, lake).collect()  # loads the snapshots of the tables it reads
-    # Counted in job groups of their own: the session-wide count (``jobs_so_far``) stops
-    # growing, even shrinks, once the status tracker drops its oldest jobs.
+    # Counted in job groups of their own: a session-wide count stops growing, even
+    # shrinks, once the status tracker drops its oldest jobs.
     with counted_jobs(spark) as skipped_jobs:
         skipped = by(gold_frame(spark, lake), "table")
     # The same frame with every table scanned, as before tables without files were skipped.

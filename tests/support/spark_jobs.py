@@ -1,4 +1,4 @@
-"""How many Spark jobs the shared session has run: a step's cost, read around it."""
+"""How many Spark jobs a step of the shared session runs: its cost, read around it."""
 
 from __future__ import annotations
 
@@ -7,11 +7,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
-
-
-def jobs_so_far(spark: SparkSession) -> int:
-    """Spark jobs started so far outside any job group (the pipeline sets none)."""
-    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
 
 
 @contextmanager
