@@ -109,8 +109,10 @@ def port_open(port: int) -> bool:
 class Cluster:
     """The processes of one run folder."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, java_options: str = "") -> None:
         self.dir = run_dir.resolve()
+        # Added to every JVM the cluster starts (see ``--java-options``).
+        self.java_options = java_options
         self.logs = self.dir / "logs"
         self.state_file = self.dir / "state.json"
         self.state: dict = (
@@ -253,11 +255,16 @@ class Cluster:
             # The heap of the master and workers; spark-submit takes it for the Thrift
             # Server's driver too (over spark.driver.memory).
             SPARK_DAEMON_MEMORY=daemon_memory,
-            SPARK_DAEMON_JAVA_OPTS=f"{MARKER}{self.dir}",
+            SPARK_DAEMON_JAVA_OPTS=self.jvm_options(),
             PYSPARK_PYTHON=sys.executable,
         )
         (self.dir / "conf").mkdir(exist_ok=True)
         return env
+
+    def jvm_options(self) -> str:
+        """A cluster JVM's options: the run folder's marker (``stop`` finds what is left by
+        it), then ``--java-options``."""
+        return f"{MARKER}{self.dir} {self.java_options}".strip()
 
     def master_json(self) -> dict:
         url = f"http://127.0.0.1:{self.state['master']['webui_port']}/json/"
@@ -330,7 +337,8 @@ class Cluster:
             "spark.executor.cores": "1",
             "spark.executor.memory": "1g",
             "spark.driver.memory": "1g",
-            "spark.driver.extraJavaOptions": f"{MARKER}{self.dir}",
+            "spark.driver.extraJavaOptions": self.jvm_options(),
+            **({"spark.executor.extraJavaOptions": self.java_options} if self.java_options else {}),
             "spark.master": settings.master,
             # Delta on the server's own class path (its jars are on this host): the Thrift
             # Server's sessions resolve Delta's catalog classes through a loader that does
@@ -384,7 +392,7 @@ class Cluster:
         pg_port = self.start_postgres(password)
         master_url = self.start_spark(workers, cores, memory)
         defaults = self.dir / "spark-defaults.conf"
-        defaults.write_text(cluster_defaults(pg_port))
+        defaults.write_text(cluster_defaults(pg_port, self.java_options))
         environ = {**os.environ, "LAKEHOUSE_METASTORE_PASSWORD": password}
         settings = Settings(
             lake_root,
@@ -408,6 +416,12 @@ class Cluster:
                     "SPARK_THRIFT_PORT": str(thrift_port),
                     "SPARK_LOCAL_IP": "127.0.0.1",
                     "PYSPARK_PYTHON": sys.executable,
+                    # The jobs' driver is a JVM of the cluster's too.
+                    **(
+                        {"LAKEHOUSE_DRIVER_JAVA_OPTIONS": self.java_options}
+                        if self.java_options
+                        else {}
+                    ),
                 }.items()
             )
         )
@@ -432,9 +446,10 @@ class Cluster:
         return leftovers
 
 
-def cluster_defaults(pg_port: int) -> str:
+def cluster_defaults(pg_port: int, java_options: str = "") -> str:
     """The jobs' Spark settings on this cluster (spark-defaults form; the password is
-    named, and read from the environment when the settings are loaded)."""
+    named, and read from the environment when the settings are loaded); ``java_options``:
+    their executors' JVM options."""
     settings = {
         **packages_conf(),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:postgresql://127.0.0.1:{pg_port}/{METASTORE_DB}",
@@ -460,6 +475,7 @@ def cluster_defaults(pg_port: int) -> str:
         "spark.cores.max": "2",
         "spark.executor.cores": "1",
         "spark.executor.memory": "1g",
+        **({"spark.executor.extraJavaOptions": java_options} if java_options else {}),
     }
     lines = ["# The jobs' Spark settings on the loopback cluster (scripts/cluster.py)."]
     return "\n".join([*lines, *(f"{k} {v}" for k, v in settings.items())]) + "\n"
@@ -563,8 +579,17 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--workers", type=int, default=2)
     start.add_argument("--worker-cores", type=int, default=2)
     start.add_argument("--worker-memory", default="2g")
+    start.add_argument(
+        "--java-options",
+        default="",
+        help="more options for every JVM of the cluster: the master, the workers, the "
+        "Thrift Server and the executors, and (through cluster.env) the jobs' driver. For "
+        "short runs on few cores, C1 alone and the Serial collector: --java-options="
+        "'-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC' (C1 "
+        "alone shrinks the code cache below what a silver build needs: keep it at 240m)",
+    )
     args = parser.parse_args(argv)
-    cluster = Cluster(args.dir)
+    cluster = Cluster(args.dir, getattr(args, "java_options", ""))
     try:
         if args.command == "start":
             try:

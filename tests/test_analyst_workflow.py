@@ -18,6 +18,7 @@ import pytest
 
 from pyspark_jobs.config import load_config
 from pyspark_jobs.settings import DEFAULT_CONFIG, PROJECT_ROOT
+from tests.conftest import DRIVER_JAVA_OPTIONS
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -45,7 +46,9 @@ spark = SparkSession.builder.getOrCreate()
 mart = spark.sql("select * from marts.user_accounts order by user_id").collect()
 mart = [r.asDict() for r in mart]
 rows = {t: spark.table("gold." + t).count() for t in sys.argv[1:]}
-print("ANALYST " + json.dumps({"commands": commands, "mart": mart, "rows": rows}, default=str))
+jvm = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions", "")
+out = {"commands": commands, "mart": mart, "rows": rows, "jvm": jvm}
+print("ANALYST " + json.dumps(out, default=str))
 """
 
 
@@ -125,6 +128,15 @@ def test_dbt_build_runs_every_model_and_test_on_the_pipelines_lake(analyst: dict
     for check in ("source_unique_gold_", "source_not_null_gold_"):
         tested = {s.split(check, 1)[1].split("__record_key")[0] for s in statuses if check in s}
         assert tested == set(GOLD_TABLES), check
+
+
+def test_the_analysts_dbt_jvm_takes_the_driver_flags_of_lakehouse_commands(
+    analyst: dict[str, Any], lake_env: dict[str, str]
+):
+    # The suite gives every JVM it starts C1 alone and Serial (tests/conftest.py); the
+    # committed profile passes LAKEHOUSE_DRIVER_JAVA_OPTIONS on to dbt's own session.
+    # (`LAKEHOUSE_DRIVER_JAVA_OPTIONS= make test` turns them off: nothing to find then.)
+    assert lake_env.get(DRIVER_JAVA_OPTIONS, "") in analyst["jvm"]
 
 
 def test_the_example_mart_joins_shop_and_crm_users(analyst: dict[str, Any]):

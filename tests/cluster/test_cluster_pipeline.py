@@ -39,7 +39,7 @@ from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.pipeline import run_pipeline
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 from pyspark_jobs.small_inputs import THRESHOLD_KEY
-from tests.conftest import copy_of_samples, gold_table_names, reset_lake
+from tests.conftest import SHORT_JVM_OPTIONS, copy_of_samples, gold_table_names, reset_lake
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
@@ -75,7 +75,13 @@ def loopback_cluster(run_dir: Path, lake_root: str) -> Iterator[dict[str, str]]:
     script = [sys.executable, str(SCRIPT)]
     try:
         started = subprocess.run(
-            [*script, "start", "--dir", str(run_dir), "--lake-root", lake_root],
+            [
+                *script,
+                *("start", "--dir", str(run_dir), "--lake-root", lake_root),
+                # Eight JVMs on two cores with the jobs' driver, each running a few rows:
+                # C1 and Serial, as the suite's other short JVMs (tests/conftest.py).
+                f"--java-options={SHORT_JVM_OPTIONS}",
+            ],
             capture_output=True,
             text=True,
             timeout=900,
@@ -90,6 +96,19 @@ def loopback_cluster(run_dir: Path, lake_root: str) -> Iterator[dict[str, str]]:
         left = cluster_script().marked_processes(run_dir.resolve(), state.get("pg_dir"))
         assert stopped.returncode == 0, f"cluster stop failed:\n{stopped.stdout}{stopped.stderr}"
         assert left == [], f"processes left after stop: {left}"
+
+
+def cluster_jvms(run_dir: Path) -> list[str]:
+    """The command lines of the Java processes of the cluster's run folder."""
+    found = []
+    for pid in cluster_script().marked_processes(run_dir.resolve(), None):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:  # ended since
+            continue
+        if Path(argv[0].decode()).name == "java":
+            found.append(" ".join(a.decode(errors="replace") for a in argv))
+    return found
 
 
 class Lines:
@@ -234,6 +253,12 @@ def test_the_pipeline_on_the_cluster_matches_the_local_run(
             assert len(workers) == 2
             for worker in workers:
                 assert jobs_app in {e["appid"] for e in worker["executors"]}, worker
+
+            # Every JVM of the cluster took the options given to `start`: the master, the
+            # workers, the Thrift Server and every executor.
+            jvms = cluster_jvms(run_dir)
+            assert len(jvms) >= 7, jvms
+            assert all(SHORT_JVM_OPTIONS in cmdline for cmdline in jvms), jvms
 
             # An analyst on the same catalog, while the jobs application holds it too.
             dbt(["run"], env)
