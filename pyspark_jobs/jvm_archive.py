@@ -152,10 +152,19 @@ def main(argv: list[str] | None = None) -> int:
         "Exit 0 also when it could not be built (the pipeline runs without it).",
     )
     parser.add_argument("--force", action="store_true", help="build it again even if present")
+    parser.add_argument(
+        "--options",
+        action="store_true",
+        help="only print the JVM options that map the archive (nothing when it is not built), "
+        "for a driver JVM the project does not start itself (an analyst's dbt)",
+    )
     parser.add_argument("--workload", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.workload:
         return _run_workload()
+    if args.options:
+        print(" ".join(driver_java_options()))
+        return 0
     build(force=args.force)
     return 0
 

@@ -20,4 +20,8 @@ if ! flock --nonblock 9; then
   exit 3
 fi
 echo $$ >"$lock"
+# dbt starts a driver JVM of its own (the profile passes this variable to it): let it map
+# the class-data-sharing archive the lakehouse commands map (docs/operations.md).
+archive=$(.venv/bin/python -m pyspark_jobs.jvm_archive --options)
+export LAKEHOUSE_DRIVER_JAVA_OPTIONS="${LAKEHOUSE_DRIVER_JAVA_OPTIONS:-} $archive"
 exec "$dbt" "$@" --profiles-dir .

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from pyspark_jobs.config import load_config
+from pyspark_jobs.jvm_archive import driver_java_options
 from pyspark_jobs.settings import DEFAULT_CONFIG, PROJECT_ROOT
 from tests.conftest import DRIVER_JAVA_OPTIONS
 
@@ -137,6 +139,25 @@ def test_the_analysts_dbt_jvm_takes_the_driver_flags_of_lakehouse_commands(
     # committed profile passes LAKEHOUSE_DRIVER_JAVA_OPTIONS on to dbt's own session.
     # (`LAKEHOUSE_DRIVER_JAVA_OPTIONS= make test` turns them off: nothing to find then.)
     assert lake_env.get(DRIVER_JAVA_OPTIONS, "") in analyst["jvm"]
+
+
+def test_the_analyst_script_lets_dbts_jvm_map_the_driver_archive(tmp_path: Path):
+    # `make dbt-*` (scripts/analyst_dbt.sh) adds the class-data-sharing archive's flags
+    # (none when it is not built) after the analyst's own; Spark substitutes the setting
+    # into the query.
+    env = {
+        **os.environ,
+        "LAKEHOUSE_ROOT": str(tmp_path / "lake"),
+        "DBT_TARGET_PATH": str(tmp_path / "dbt-target"),
+        "DBT_LOG_PATH": str(tmp_path / "dbt-logs"),
+        DRIVER_JAVA_OPTIONS: "-Dlakehouse.analyst=1",
+    }
+    query = "select '${spark.driver.extraJavaOptions}' as flags"
+    script = str(PROJECT_ROOT / "scripts" / "analyst_dbt.sh")
+    out = run([script, "show", "--inline", query, "--output", "json"], env)
+    shown = re.search(r'"flags": "([^"]*)"', out.stdout)
+    assert shown is not None, out.stdout[-3000:]
+    assert shown.group(1).split() == ["-Dlakehouse.analyst=1", *driver_java_options()]
 
 
 def test_the_example_mart_joins_shop_and_crm_users(analyst: dict[str, Any]):
