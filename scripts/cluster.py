@@ -338,7 +338,7 @@ class Cluster:
             "spark.executor.memory": "1g",
             "spark.driver.memory": "1g",
             "spark.driver.extraJavaOptions": self.jvm_options(),
-            **({"spark.executor.extraJavaOptions": self.java_options} if self.java_options else {}),
+            **executor_options(self.java_options),
             "spark.master": settings.master,
             # Delta on the server's own class path (its jars are on this host): the Thrift
             # Server's sessions resolve Delta's catalog classes through a loader that does
@@ -446,6 +446,11 @@ class Cluster:
         return leftovers
 
 
+def executor_options(java_options: str) -> dict[str, str]:
+    """The executors' share of ``--java-options`` (no setting when there are none)."""
+    return {"spark.executor.extraJavaOptions": java_options} if java_options else {}
+
+
 def cluster_defaults(pg_port: int, java_options: str = "") -> str:
     """The jobs' Spark settings on this cluster (spark-defaults form; the password is
     named, and read from the environment when the settings are loaded); ``java_options``:
@@ -475,7 +480,7 @@ def cluster_defaults(pg_port: int, java_options: str = "") -> str:
         "spark.cores.max": "2",
         "spark.executor.cores": "1",
         "spark.executor.memory": "1g",
-        **({"spark.executor.extraJavaOptions": java_options} if java_options else {}),
+        **executor_options(java_options),
     }
     lines = ["# The jobs' Spark settings on the loopback cluster (scripts/cluster.py)."]
     return "\n".join([*lines, *(f"{k} {v}" for k, v in settings.items())]) + "\n"
