@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from pyspark_jobs.config import ConfigError, LakehouseConfig, load_config
 from pyspark_jobs.locks import LockBusy
@@ -43,6 +44,8 @@ class Context:
             conf=args.conf or (),
             dbt_target=args.dbt_target,
         )
+        if getattr(args, "every", None) is not None:
+            self.settings = replace(self.settings, long_lived=True)
         self.config: LakehouseConfig = load_config(self.settings.config_path)
         self._spark = None
 

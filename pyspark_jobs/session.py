@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -16,6 +17,16 @@ from pyspark_jobs.settings import Settings
 # Settings that say where the JVM packages come from: when the settings given from
 # outside name any of them, the project's resolved local jars are not added.
 _JAR_SOURCES = ("spark.jars", "spark.jars.packages")
+# The garbage collector of a long-lived driver (`--every`): Parallel, for throughput. On
+# two cores G1's concurrent threads take CPU from the planning a warm cycle waits on
+# (`benchmarks.warm_cycles` on 2026-11-29, two runs against three: a cycle of 100 changes
+# to one table 31 -> 26 s, one of 1,000 changes over 24 tables 64 -> 58 s), while a
+# one-shot `lakehouse run` of the samples from a cold JVM took 4 % longer with it (two
+# runs each): it keeps the JVM's default. docs/operations.md has the figures.
+COLLECTOR = "-XX:+UseParallelGC"
+# HotSpot refuses to start with two collectors named: flags from outside that name one
+# replace the project's.
+_NAMES_COLLECTOR = re.compile(r"-XX:\+Use\w*GC\b")
 
 
 def project_conf(settings: Settings) -> dict[str, str]:
@@ -54,6 +65,7 @@ def project_conf(settings: Settings) -> dict[str, str]:
         "spark.driver.extraJavaOptions": " ".join(
             [
                 f"-Dderby.stream.error.file={settings.local_dir / 'derby.log'}",
+                *([COLLECTOR] if settings.long_lived else []),
                 *driver_java_options(),
             ]
         ),
@@ -85,6 +97,8 @@ def spark_conf(settings: Settings) -> dict[str, str]:
     if settings.driver_java_options:
         # Added to the driver's flags, the project's or the outside settings' own.
         options = conf.get("spark.driver.extraJavaOptions", "")
+        if _NAMES_COLLECTOR.search(settings.driver_java_options):
+            options = " ".join(o for o in options.split() if o != COLLECTOR)
         conf["spark.driver.extraJavaOptions"] = f"{options} {settings.driver_java_options}".strip()
     return conf
 

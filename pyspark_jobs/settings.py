@@ -160,6 +160,9 @@ class Settings:
     # More flags for the driver JVM, added after the others (docs/operations.md): e.g.
     # -XX:TieredStopAtLevel=1, cheaper for a short command on small data.
     driver_java_options: str = ""
+    # A process that keeps its session warm for cycles (`--every`): its driver collects
+    # garbage with Parallel, a one-shot command's with the JVM's default (session.py).
+    long_lived: bool = False
     # Spark settings from a spark-defaults file, then from --conf: they override the
     # project's own (see session.spark_conf), later ones win.
     extra_conf: tuple[tuple[str, str], ...] = ()

@@ -29,8 +29,9 @@ PIPELINE_DATABASES = ("bronze", "staging", "silver", "gold", "lakehouse")
 # CodeCache`, the JVM unusable; found by the crash drill, seed 1318925682): the tiered
 # default's 240 MiB is kept.
 # The garbage collectors: on two busy cores G1's concurrent threads cost CPU the other
-# worker needs, so the short JVMs collect with Serial and the suite's own sessions with
-# Parallel (measured: docs/operations.md, "The driver JVM's own flags").
+# worker needs, so the short JVMs collect with Serial and the suite's own sessions, long
+# lived, with Parallel, as a `--every` process does (measured: docs/operations.md, "The
+# driver JVM's own flags").
 # The analysts' dbt processes the suite starts (the committed profile passes the variable
 # on to dbt's own session) also map the class-data-sharing archive `lakehouse` commands
 # map by themselves (pyspark_jobs/jvm_archive.py): the analyst's `dbt build`, `source
@@ -38,7 +39,6 @@ PIPELINE_DATABASES = ("bronze", "staging", "silver", "gold", "lakehouse")
 # of CPU (with C1 and Serial already; 147 s and 275 s with neither).
 DRIVER_JAVA_OPTIONS = "LAKEHOUSE_DRIVER_JAVA_OPTIONS"
 SHORT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
-SESSION_JVM_OPTIONS = "-XX:+UseParallelGC"
 os.environ.setdefault(DRIVER_JAVA_OPTIONS, " ".join([SHORT_JVM_OPTIONS, *driver_java_options()]))
 
 
@@ -70,7 +70,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
         config_path=DEFAULT_CONFIG,
         shuffle_partitions=2,
         driver_memory="3g",
-        driver_java_options=SESSION_JVM_OPTIONS,
+        long_lived=True,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from pyspark_jobs.session import spark_conf
+from pyspark_jobs.cli import Context, build_parser
+from pyspark_jobs.session import COLLECTOR, spark_conf
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 from tests import conftest
 
@@ -169,6 +171,39 @@ def test_driver_java_options_from_the_environment_come_after_the_projects_own():
     assert spark_conf(marked)["spark.driver.extraJavaOptions"] == "-Dmark=1 -XX:TieredStopAtLevel=1"
 
 
+def collectors(arguments: list[str]) -> list[str]:
+    return [a for a in arguments if a.startswith("-XX:+Use") and a.endswith("GC")]
+
+
+def test_a_long_lived_driver_collects_with_parallel_unless_the_environment_names_a_collector():
+    def flags(long_lived: bool, options: str = "") -> list[str]:
+        env = {"LAKEHOUSE_ROOT": "/tmp/lake", "LAKEHOUSE_DRIVER_JAVA_OPTIONS": options}
+        settings = dataclasses.replace(Settings.from_env(env), long_lived=long_lived)
+        return spark_conf(settings)["spark.driver.extraJavaOptions"].split()
+
+    assert collectors(flags(False)) == []
+    assert collectors(flags(True)) == [COLLECTOR]
+    assert collectors(flags(True, "-Xss4m")) == [COLLECTOR]
+    for named in ("-XX:+UseSerialGC", "-XX:+UseG1GC", "-XX:+UseZGC"):
+        for long_lived in (False, True):
+            chosen = flags(long_lived, f"-Xss4m {named}")
+            assert collectors(chosen) == [named]
+            assert chosen[-2:] == ["-Xss4m", named]
+
+
+def test_only_commands_that_keep_running_are_long_lived():
+    parser = build_parser()
+    for argv, long_lived in [
+        (["run"], False),
+        (["run", "--every", "5"], True),
+        (["ingest"], False),
+        (["ingest", "--every", "0"], True),
+        (["gold"], False),
+        (["validate", "--layer", "gold"], False),
+    ]:
+        assert Context(parser.parse_args(argv)).settings.long_lived is long_lived, argv
+
+
 def jvm_arguments(spark) -> list[str]:
     bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     return list(bean.getInputArguments())
@@ -180,7 +215,7 @@ def test_commands_the_suite_starts_compile_with_c1_alone_and_its_session_keeps_c
     # tests/conftest.py: short JVMs on a few rows spend most of their CPU in C2; each kind
     # of JVM has the collector that measured cheapest on two busy cores.
     assert "-XX:TieredStopAtLevel=1" not in jvm_arguments(spark)
-    assert conftest.SESSION_JVM_OPTIONS in jvm_arguments(spark)
+    assert collectors(jvm_arguments(spark)) == [COLLECTOR]
     script = (
         "from pyspark_jobs.session import get_spark\n"
         "from pyspark_jobs.settings import Settings\n"
@@ -193,3 +228,5 @@ def test_commands_the_suite_starts_compile_with_c1_alone_and_its_session_keeps_c
     arguments = out.stdout.splitlines()[-1].removeprefix("arguments: ").split()
     assert os.environ[conftest.DRIVER_JAVA_OPTIONS].startswith(conftest.SHORT_JVM_OPTIONS)
     assert set(conftest.SHORT_JVM_OPTIONS.split()) <= set(arguments)
+    # The JVM started (HotSpot refuses two collectors): Serial replaced the project's.
+    assert collectors(arguments) == ["-XX:+UseSerialGC"]
