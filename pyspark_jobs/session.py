@@ -19,10 +19,10 @@ from pyspark_jobs.settings import Settings
 _JAR_SOURCES = ("spark.jars", "spark.jars.packages")
 # The garbage collector of a long-lived driver (`--every`): Parallel, for throughput. On
 # two cores G1's concurrent threads take CPU from the planning a warm cycle waits on
-# (`benchmarks.warm_cycles` on 2026-11-29, two runs against three: a cycle of 100 changes
-# to one table 31 -> 26 s, one of 1,000 changes over 24 tables 64 -> 58 s), while a
-# one-shot `lakehouse run` of the samples from a cold JVM took 4 % longer with it (two
-# runs each): it keeps the JVM's default. docs/operations.md has the figures.
+# (`benchmarks.warm_cycles` on 2026-11-29, the means of three runs each: a cycle of 100
+# changes to one table 31.1 -> 27.0 s, one of 1,000 changes over 24 tables 64.3 -> 60.2
+# s), while a one-shot `lakehouse run` of the samples from a cold JVM took 4 % longer with
+# it (two runs each): it keeps the JVM's default. docs/operations.md has the figures.
 COLLECTOR = "-XX:+UseParallelGC"
 # HotSpot refuses to start with two collectors named: flags from outside that name one
 # replace the project's.
