@@ -24,9 +24,13 @@ _JAR_SOURCES = ("spark.jars", "spark.jars.packages")
 # s), while a one-shot `lakehouse run` of the samples from a cold JVM took 4 % longer with
 # it (two runs each): it keeps the JVM's default. docs/operations.md has the figures.
 COLLECTOR = "-XX:+UseParallelGC"
-# HotSpot refuses to start with two collectors named: flags from outside that name one
-# replace the project's.
+# HotSpot refuses to start with two collectors named: when the flags from the environment
+# name one, the project's is left out.
 _NAMES_COLLECTOR = re.compile(r"-XX:\+Use\w*GC\b")
+
+
+def _wants_collector(settings: Settings) -> bool:
+    return settings.long_lived and not _NAMES_COLLECTOR.search(settings.driver_java_options)
 
 
 def project_conf(settings: Settings) -> dict[str, str]:
@@ -65,7 +69,7 @@ def project_conf(settings: Settings) -> dict[str, str]:
         "spark.driver.extraJavaOptions": " ".join(
             [
                 f"-Dderby.stream.error.file={settings.local_dir / 'derby.log'}",
-                *([COLLECTOR] if settings.long_lived else []),
+                *([COLLECTOR] if _wants_collector(settings) else []),
                 *driver_java_options(),
             ]
         ),
@@ -97,8 +101,6 @@ def spark_conf(settings: Settings) -> dict[str, str]:
     if settings.driver_java_options:
         # Added to the driver's flags, the project's or the outside settings' own.
         options = conf.get("spark.driver.extraJavaOptions", "")
-        if _NAMES_COLLECTOR.search(settings.driver_java_options):
-            options = " ".join(o for o in options.split() if o != COLLECTOR)
         conf["spark.driver.extraJavaOptions"] = f"{options} {settings.driver_java_options}".strip()
     return conf
 
