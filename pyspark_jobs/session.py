@@ -6,10 +6,12 @@ import re
 import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
+from pathlib import Path
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from pyspark_jobs import scratch
 from pyspark_jobs.jars import local_jars
 from pyspark_jobs.jvm_archive import driver_java_options
 from pyspark_jobs.settings import Settings
@@ -85,15 +87,21 @@ def uses_embedded_metastore(settings: Settings) -> bool:
     return url.startswith("jdbc:derby:;databaseName=")
 
 
-def spark_conf(settings: Settings) -> dict[str, str]:
+def spark_conf(settings: Settings, scratch_dir: Path | None = None) -> dict[str, str]:
     """Every Spark setting of the session: the project's, then the ones given from
     outside (spark-defaults file, ``--conf``), which win.
 
     The JVM packages (Delta, the Kafka source, the metastore's JDBC driver) are the jars
     ``make setup`` resolved into the project cache, unless the outside settings say
     where they come from (a cluster names ``spark.jars.packages``; ``pyspark_jobs.jars``).
+    ``scratch_dir``: the driver's scratch folder (``pyspark_jobs.scratch``), Spark's and
+    the JVM's temporary folder.
     """
     conf = project_conf(settings)
+    if scratch_dir is not None:
+        conf["spark.local.dir"] = str(scratch_dir)
+        options = conf["spark.driver.extraJavaOptions"]
+        conf["spark.driver.extraJavaOptions"] = f"{options} -Djava.io.tmpdir={scratch_dir}"
     outside = dict(settings.extra_conf)
     if not any(key in outside for key in _JAR_SOURCES):
         conf["spark.jars"] = ",".join(local_jars())
@@ -114,12 +122,16 @@ def get_spark(settings: Settings, app_name: str = "cdc-lakehouse") -> SparkSessi
     # The lake itself may be remote (Spark creates its folders); the driver's own
     # files (Derby, derby.log) are always on this host.
     settings.local_dir.mkdir(parents=True, exist_ok=True)
+    scratch_dir = _scratch_dir(settings)
     builder = SparkSession.builder.appName(app_name)
     if settings.master:
         builder = builder.master(settings.master)
-    for key, value in spark_conf(settings).items():
+    for key, value in spark_conf(settings, scratch_dir).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
+    jvm = getattr(SparkContext._gateway, "proc", None)
+    if scratch_dir is not None and jvm is not None:
+        scratch.record_jvm(scratch_dir, jvm.pid)
     spark.sparkContext.setLogLevel("ERROR")
     if settings.master.startswith("local"):
         # PySpark starts its Python workers with PYSPARK_PYTHON, else `python3` from PATH,
@@ -128,6 +140,15 @@ def get_spark(settings: Settings, app_name: str = "cdc-lakehouse") -> SparkSessi
         # path (docs/deploy.md).
         spark.sparkContext.pythonExec = settings.worker_python
     return spark
+
+
+def _scratch_dir(settings: Settings) -> Path | None:
+    """The scratch folder of a driver JVM this call is about to start (the dead drivers'
+    folders swept first); None when a JVM runs already or the outside settings name
+    Spark's folder."""
+    if SparkContext._gateway is not None or "spark.local.dir" in dict(settings.extra_conf):
+        return None
+    return scratch.prepare()
 
 
 def end_jvm(timeout: float = 120.0) -> int | None:
@@ -153,10 +174,12 @@ def end_jvm(timeout: float = 120.0) -> int | None:
         return None
     proc.stdin.close()  # the gateway JVM exits when its stdin closes
     try:
-        return int(proc.wait(timeout=timeout))
+        status = int(proc.wait(timeout=timeout))
     except subprocess.TimeoutExpired:
         proc.kill()
-        return int(proc.wait())
+        status = int(proc.wait())
+    scratch.remove_own()
+    return status
 
 
 @contextmanager

@@ -1,0 +1,117 @@
+"""A killed driver's scratch (jar copies, shuffle files, the JVM's temporary files) is
+removed by the next session on the host, and an ended one's by itself."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pyspark_jobs import scratch
+
+
+def _folder(root: Path, pid: int, start: str, host: str | None = None) -> Path:
+    folder = root / f"{host or socket.gethostname()}-{pid}-{start}"
+    folder.mkdir(parents=True)
+    (folder / "blockmgr-1").mkdir()
+    return folder
+
+
+def _ended_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_sweep_removes_the_folders_of_this_hosts_processes_that_no_longer_run(tmp_path: Path):
+    me = os.getpid()
+    started = scratch.start_time(me)
+    assert started is not None
+    alive = _folder(tmp_path, me, started)
+    ended = _folder(tmp_path, _ended_pid(), "1")
+    # The same pid given to a later process: told apart by its start time.
+    reused = _folder(tmp_path, me, str(int(started) - 1))
+    other_host = _folder(tmp_path, _ended_pid(), "1", host="another-host")
+    not_ours = tmp_path / "spark-1234"
+    not_ours.mkdir()
+
+    removed = scratch.sweep(tmp_path)
+
+    assert sorted(removed) == sorted([ended, reused])
+    assert alive.is_dir() and other_host.is_dir() and not_ours.is_dir()
+    assert not ended.exists() and not reused.exists()
+
+
+def test_a_folder_whose_python_ended_stays_while_its_jvm_runs(tmp_path: Path):
+    folder = _folder(tmp_path, _ended_pid(), "1")
+    scratch.record_jvm(folder, os.getpid())  # a JVM still ending after its Python was killed
+    assert scratch.sweep(tmp_path) == []
+    (folder / scratch.JVM_RECORD).write_text(f"{_ended_pid()} 1\n")
+    assert scratch.sweep(tmp_path) == [folder]
+
+
+def test_a_zombie_does_not_run(tmp_path: Path):
+    """A killed JVM whose Python process was killed with it stays a zombie until
+    something reaps it (in a container, maybe never): its folder is swept all the same."""
+    child = subprocess.Popen(["true"])
+    try:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        stat = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        folder = _folder(tmp_path, child.pid, stat[19])
+        assert scratch.start_time(child.pid) is None
+        assert scratch.sweep(tmp_path) == [folder]
+    finally:
+        child.wait()
+
+
+SESSION = (
+    "import sys, time\n"
+    "from pyspark_jobs import scratch\n"
+    "from pyspark_jobs.session import end_jvm, get_spark\n"
+    "from pyspark_jobs.settings import Settings\n"
+    "get_spark(Settings.from_env()).range(10).repartition(2).count()\n"
+    "print(scratch.own_folder(), flush=True)\n"
+    "if sys.argv[1] == 'wait':\n"
+    "    time.sleep(600)\n"
+    "end_jvm()\n"
+)
+
+
+def test_a_killed_drivers_scratch_is_swept_by_the_next_session_and_an_ended_one_removes_its_own(
+    tmp_path: Path,
+):
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "LAKEHOUSE_ROOT": str(tmp_path / "lake")}
+    (tmp_path / "tmp").mkdir()
+    killed = subprocess.Popen(
+        [sys.executable, "-c", SESSION, "wait"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert killed.stdout is not None
+        folder = Path(killed.stdout.readline().strip())
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)  # the Python process and its JVM
+        killed.wait()
+    # What Spark would have left in /tmp: the copies of the jars it serves its tasks.
+    assert folder.parent == tmp_path / "tmp" / f"cdc-lakehouse-{os.getuid()}"
+    assert list(folder.glob("spark-*/userFiles-*/*.jar")), sorted(folder.rglob("*"))
+
+    ended = subprocess.run(
+        [sys.executable, "-c", SESSION, "end"], env=env, capture_output=True, text=True, timeout=300
+    )
+
+    assert ended.returncode == 0, ended.stderr[-3000:]
+    assert not folder.exists()
+    assert not Path(ended.stdout.strip()).exists()
+    assert list(folder.parent.iterdir()) == []
