@@ -20,7 +20,9 @@ import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 # The driver JVM's own pid and start time, written once it runs: a JVM still ending after
@@ -91,24 +93,38 @@ def own_folder() -> Path | None:
     return scratch_root() / f"{_host()}-{os.getpid()}-{start}"
 
 
+def _private(root: Path) -> bool:
+    # A folder someone else made (or a link) in a shared /tmp is not ours to write into.
+    info = root.lstat()
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+
+
 def prepare() -> Path | None:
     """Sweep the dead drivers' folders and create this process's own (private to the
-    user); the folder, or None when this system cannot tell which processes run."""
+    user); the folder, or None when this system cannot tell which processes run or the
+    temporary folder cannot hold it (Spark then keeps its default folders)."""
     folder = own_folder()
     if folder is None:
         return None
     root = folder.parent
-    root.mkdir(mode=0o700, exist_ok=True)
-    sweep(root)
-    folder.mkdir(mode=0o700, exist_ok=True)
+    try:
+        root.mkdir(mode=0o700, exist_ok=True)
+        if not _private(root):
+            return None
+        sweep(root)
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return None
     return folder
 
 
 def record_jvm(folder: Path, pid: int) -> None:
-    """Note the driver JVM's pid and start time in ``folder``."""
+    """Note the driver JVM's pid and start time in ``folder`` (not noted when it cannot
+    be written: the folder then lives as long as the Python process)."""
     start = start_time(pid)
     if start is not None:
-        (folder / JVM_RECORD).write_text(f"{pid} {start}\n")
+        with suppress(OSError):
+            (folder / JVM_RECORD).write_text(f"{pid} {start}\n")
 
 
 def remove_own() -> None:

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -69,6 +70,30 @@ def test_a_zombie_does_not_run(tmp_path: Path):
         assert scratch.sweep(tmp_path) == [folder]
     finally:
         child.wait()
+
+
+def test_a_temporary_folder_that_cannot_hold_the_scratch_leaves_spark_its_default(
+    tmp_path: Path, monkeypatch
+):
+    """Someone else's folder (or a file) under the scratch's name in a shared temporary
+    folder is not written into, and a temporary folder that cannot be written does not
+    stop a command: Spark then keeps its default folders."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    taken = scratch.scratch_root()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    taken.symlink_to(elsewhere)  # a link planted under the name
+    assert scratch.prepare() is None
+    assert list(elsewhere.iterdir()) == []
+    taken.unlink()
+    elsewhere.rmdir()
+    taken.write_text("not a folder")
+    assert scratch.prepare() is None
+    # A folder that cannot be made (inside a file: refused to root too).
+    monkeypatch.setattr(scratch, "scratch_root", lambda: taken / "inside")
+    assert scratch.prepare() is None
+    assert [p.name for p in tmp_path.iterdir()] == [taken.name]
 
 
 SESSION = (
