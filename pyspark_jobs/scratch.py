@@ -5,9 +5,9 @@ files) and the JVM its temporary files (the native libraries snappy and zstd unp
 as the JVM exits: a command killed with SIGKILL (``kill -9``, the out-of-memory killer)
 leaves them in the temporary folder, 20 MB of jar copies a kill (docs/operations.md). So
 each process's driver gets a folder of its own, ``<temp>/cdc-lakehouse-<uid>/<host>-<pid>-
-<start>``, as Spark's ``spark.local.dir`` and the JVM's ``java.io.tmpdir``; starting a
-session removes the folders of this host's processes that no longer run, and ending one
-removes its own.
+<start>``, as the JVM's ``java.io.tmpdir``, which is also Spark's folder unless
+``spark.local.dir`` or ``SPARK_LOCAL_DIRS`` names another; starting a session removes the
+folders of this host's processes that no longer run, and ending one removes its own.
 
 A process is told apart from a later one given the same pid by its start time
 (``/proc/<pid>/stat``). Without ``/proc`` nothing is swept and Spark keeps its default

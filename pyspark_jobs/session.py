@@ -94,12 +94,13 @@ def spark_conf(settings: Settings, scratch_dir: Path | None = None) -> dict[str,
     The JVM packages (Delta, the Kafka source, the metastore's JDBC driver) are the jars
     ``make setup`` resolved into the project cache, unless the outside settings say
     where they come from (a cluster names ``spark.jars.packages``; ``pyspark_jobs.jars``).
-    ``scratch_dir``: the driver's scratch folder (``pyspark_jobs.scratch``), Spark's and
-    the JVM's temporary folder.
+    ``scratch_dir``: the driver's scratch folder (``pyspark_jobs.scratch``), the JVM's
+    temporary folder and so Spark's own, unless ``spark.local.dir`` or
+    ``SPARK_LOCAL_DIRS`` says otherwise (naming it there would make Spark warn at every
+    start that a cluster manager may override it).
     """
     conf = project_conf(settings)
     if scratch_dir is not None:
-        conf["spark.local.dir"] = str(scratch_dir)
         options = conf["spark.driver.extraJavaOptions"]
         conf["spark.driver.extraJavaOptions"] = f"{options} -Djava.io.tmpdir={scratch_dir}"
     outside = dict(settings.extra_conf)
@@ -122,7 +123,7 @@ def get_spark(settings: Settings, app_name: str = "cdc-lakehouse") -> SparkSessi
     # The lake itself may be remote (Spark creates its folders); the driver's own
     # files (Derby, derby.log) are always on this host.
     settings.local_dir.mkdir(parents=True, exist_ok=True)
-    scratch_dir = _scratch_dir(settings)
+    scratch_dir = _scratch_dir()
     builder = SparkSession.builder.appName(app_name)
     if settings.master:
         builder = builder.master(settings.master)
@@ -142,11 +143,10 @@ def get_spark(settings: Settings, app_name: str = "cdc-lakehouse") -> SparkSessi
     return spark
 
 
-def _scratch_dir(settings: Settings) -> Path | None:
+def _scratch_dir() -> Path | None:
     """The scratch folder of a driver JVM this call is about to start (the dead drivers'
-    folders swept first); None when a JVM runs already or the outside settings name
-    Spark's folder."""
-    if SparkContext._gateway is not None or "spark.local.dir" in dict(settings.extra_conf):
+    folders swept first); None when a JVM runs already."""
+    if SparkContext._gateway is not None:
         return None
     return scratch.prepare()
 

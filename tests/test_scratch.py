@@ -137,6 +137,9 @@ def test_a_killed_drivers_scratch_is_swept_by_the_next_session_and_an_ended_one_
     )
 
     assert ended.returncode == 0, ended.stderr[-3000:]
+    # Naming spark.local.dir made Spark warn at every start that a cluster manager may
+    # override it: the scratch is the JVM's temporary folder instead, Spark's default.
+    assert "spark.local.dir" not in ended.stderr
     assert not folder.exists()
     assert not Path(ended.stdout.strip()).exists()
     assert list(folder.parent.iterdir()) == []
