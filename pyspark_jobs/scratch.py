@@ -39,7 +39,7 @@ def scratch_root() -> Path:
 def start_time(pid: int) -> str | None:
     """The start time of process ``pid`` in clock ticks since boot, None when it does not
     run (or this system has no ``/proc``). A zombie does not run: a killed JVM whose
-    parent died with it stays one until something reaps it (in a container, maybe never)."""
+    parent died with it stays one until something reaps it (in a container, late or never)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:

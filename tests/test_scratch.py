@@ -57,7 +57,7 @@ def test_a_folder_whose_python_ended_stays_while_its_jvm_runs(tmp_path: Path):
 
 def test_a_zombie_does_not_run(tmp_path: Path):
     """A killed JVM whose Python process was killed with it stays a zombie until
-    something reaps it (in a container, maybe never): its folder is swept all the same."""
+    something reaps it (in a container, late or never): its folder is swept all the same."""
     child = subprocess.Popen(["true"])
     try:
         deadline = time.monotonic() + 10
