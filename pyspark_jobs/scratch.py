@@ -53,18 +53,14 @@ def _host() -> str:
     return socket.gethostname().replace("/", "_")
 
 
-def _runs(pid: int, start: str) -> bool:
-    return start_time(pid) == start
-
-
 def _owner_runs(folder: Path, pid: int, start: str) -> bool:
-    if _runs(pid, start):
+    if start_time(pid) == start:
         return True
     try:
         jvm_pid, jvm_start = (folder / JVM_RECORD).read_text().split()
     except (OSError, ValueError):
         return False
-    return _runs(int(jvm_pid), jvm_start)
+    return start_time(int(jvm_pid)) == jvm_start
 
 
 def sweep(root: Path) -> list[Path]:

@@ -55,17 +55,21 @@ def test_a_folder_whose_python_ended_stays_while_its_jvm_runs(tmp_path: Path):
     assert scratch.sweep(tmp_path) == [folder]
 
 
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name: state first."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def test_a_zombie_does_not_run(tmp_path: Path):
     """A killed JVM whose Python process was killed with it stays a zombie until
     something reaps it (in a container, late or never): its folder is swept all the same."""
     child = subprocess.Popen(["true"])
     try:
         deadline = time.monotonic() + 10
-        while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        while (fields := _stat_fields(child.pid))[0] != "Z":
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        stat = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        folder = _folder(tmp_path, child.pid, stat[19])
+        folder = _folder(tmp_path, child.pid, fields[19])
         assert scratch.start_time(child.pid) is None
         assert scratch.sweep(tmp_path) == [folder]
     finally:
