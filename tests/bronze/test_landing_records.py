@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -41,6 +43,24 @@ GOOD = [
     ),
     # value not last: Spark's compact rendering (documented)
     ('{"value":[1, 2],"topic":"t","partition":2,"offset":0}', None, "[1,2]"),
+    # the key holds a "value" document first: the field is the later candidate
+    (
+        '{"topic":"t","partition":2,"offset":1,"key":{"value":{"a":1}},"value":{"b": 2.50}}',
+        '{"value":{"a":1}}',
+        '{"b": 2.50}',
+    ),
+    # ... and with a null value, nothing of the key is taken for it
+    (
+        '{"topic":"t","partition":2,"offset":2,"key":{"value":[1]},"value":null}',
+        '{"value":[1]}',
+        None,
+    ),
+    # a "value" document inside the value itself
+    (
+        '{"topic":"t","partition":2,"offset":3,"value":{"value":{"value": [1.0]}} }',
+        None,
+        '{"value":{"value": [1.0]}}',
+    ),
 ]
 
 BAD = [
@@ -195,3 +215,79 @@ def test_surrogate_pairs_and_escaped_backslashes_land_exactly(spark: SparkSessio
         [*((value, None) for value in values), (None, None)], key=str
     )
     assert {key for _, _, _, _, key, _, _ in got} == {'{"id":1}', "\\ud800"}
+
+
+# JSON documents whose fields may be named "value" and whose text is spaced at random:
+# integers and plain strings only, so that Spark's compact rendering is json.dumps's.
+_SPACE = st.sampled_from(["", " ", "  ", "\t"])
+_NAME = st.sampled_from(["value", "v", "a", "key"])
+
+
+def _document(depth: int = 2) -> st.SearchStrategy[tuple[str, object]]:
+    """(text as written, the parsed document) of a JSON object or array."""
+    leaf = st.one_of(
+        st.integers(-(10**6), 10**6).map(lambda n: (str(n), n)),
+        st.text("ab value{}[]:,", max_size=6).map(lambda t: (json.dumps(t), t)),
+        st.none().map(lambda _: ("null", None)),
+    )
+    child = _document(depth - 1) if depth else leaf
+    member = st.one_of(leaf, child)
+
+    def written_object(
+        draw_fields: list[tuple[str, tuple[str, object], str]],
+    ) -> tuple[str, object]:
+        seen: dict[str, object] = {}
+        parts = []
+        for name, (text, parsed), space in draw_fields:
+            if name in seen:
+                continue  # a name twice is quarantined, not the subject here
+            seen[name] = parsed
+            parts.append(f'{space}"{name}"{space}:{space}{text}')
+        return "{" + ",".join(parts) + "}", seen
+
+    objects = st.lists(st.tuples(_NAME, member, _SPACE), max_size=3).map(written_object)
+    arrays = st.lists(st.tuples(member, _SPACE), max_size=3).map(
+        lambda items: (
+            "[" + ",".join(f"{space}{text}" for (text, _), space in items) + "]",
+            [parsed for (_, parsed), _ in items],
+        )
+    )
+    return st.one_of(objects, arrays)
+
+
+def _compact(parsed: object) -> str:
+    return json.dumps(parsed, separators=(",", ":"), ensure_ascii=False)
+
+
+@st.composite
+def _landing_line(draw: st.DrawFn, offset: int) -> tuple[str, str | None]:
+    """A good landing line and the value bronze must keep: the document's own text when
+    it is the line's last field, Spark's compact rendering elsewhere."""
+    key_text, _ = draw(st.one_of(_document(), st.just(("null", None))))
+    value_text, value = draw(st.one_of(_document(), st.just(("null", None))))
+    value_last = draw(st.booleans())
+    space = draw(_SPACE)
+    fields = ['"topic":"t"', '"partition":0', f'"offset":{offset}', f'"key":{key_text}']
+    value_field = f'"value"{space}:{space}{value_text}'
+    fields = [*fields, value_field] if value_last else [value_field, *fields]
+    line = "{" + ",".join(fields) + space + "}"
+    if value is None:
+        return line, None
+    return line, value_text if value_last else _compact(value)
+
+
+@settings(
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+)
+@given(st.integers(20, 40).flatmap(lambda n: st.tuples(*(_landing_line(i) for i in range(n)))))
+def test_value_documents_keep_their_text_wherever_value_is_named(
+    spark: SparkSession, lines: tuple[tuple[str, str | None], ...]
+) -> None:
+    got = {
+        offset: (value, problem)
+        for *_, offset, _, value, problem in _parse(spark, [line for line, _ in lines])
+    }
+    assert got == {i: (value, None) for i, (_, value) in enumerate(lines)}
