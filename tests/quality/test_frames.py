@@ -122,6 +122,37 @@ def test_silver_accounts_changes_redeliveries_rejects_noops_skips_and_flags_the_
     }
 
 
+def test_silver_redelivery_is_the_same_key_and_value_not_the_same_text_joined(
+    spark: SparkSession,
+):
+    # Redeliveries are matched by a digest of key and value: a key's text running into
+    # the value's, or a null key against an empty one, is another message.
+    sources = spark.createDataFrame([("s",)], "source string")
+    raw = spark.createDataFrame(
+        [
+            ("s", "db2", "t", 0, 0, "a", "bc"),  # in the log
+            ("s", "db2", "t", 0, 1, None, "v"),  # in the log
+            ("s", "db2", "t", 0, 2, "ab", "c"),  # not offset 0 again: lost
+            ("s", "db2", "t", 0, 3, "", "v"),  # not offset 1 again: lost
+            ("s", "db2", "t", 0, 4, None, "v"),  # offset 1 again: redelivered
+            ("s", "db2", "t", 0, 5, "a", "bc"),  # offset 0 again: redelivered
+        ],
+        f"{RAW}, key string, value string",
+    )
+    log = change_log(
+        spark,
+        [
+            ("c1", "s", "db2", "row", "upsert", "k", [1], ("t", 0, 0)),
+            ("c2", "s", "db2", "row", "upsert", "k", [2], ("t", 0, 1)),
+        ],
+    )
+    rejects = spark.createDataFrame([], f"source string, lineage {LINEAGE}")
+
+    (row,) = silver_reconciliation(sources, raw, log, rejects).collect()
+
+    assert (row.changes, row.redelivered, row.unaccounted) == (2, 2, 2)
+
+
 def test_silver_counts_a_record_with_several_changes_once(spark: SparkSession):
     # An entity-patch record may make several changes; the change log's own row
     # constraints (a change_id twice, nulls) are dbt tests, not counts of the gate.
