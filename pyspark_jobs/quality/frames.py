@@ -170,56 +170,36 @@ def silver_reconciliation(
         F.get_json_object("value", "$.schema").isNotNull(),
         F.get_json_object("value", "$.payload.op"),
     ).otherwise(F.get_json_object("value", "$.op"))
-    # A redelivery is found by a SHA-256 digest of its key and value (the key's length
-    # first, so that no two pairs give the same text), as change_id identifies a change:
-    # the joins then move 32 bytes a record instead of its text (on 1,000,000 bench
-    # records the text's three shuffles were most of the gate).
-    message = F.concat(
-        F.coalesce(F.length("key").cast("string"), F.lit("-")),
-        F.lit(":"),
-        F.coalesce(F.col("key"), F.lit("")),
-        F.col("value"),
-    )
     located = (
-        raw.select(
-            *POSITION,
-            F.when(F.col("value").isNull(), "noops")
-            .when((F.col("format") == "debezium") & (debezium_op == "m"), "skipped")
-            .alias("own_status"),
-            F.unhex(F.sha2(message, 256)).alias("message"),
-        )
+        raw.select(*POSITION, "format", "key", "value")
         .join(in_log, list(POSITION), "left")
         .join(in_rejects, list(POSITION), "left")
-        .select(
-            "source",
-            F.when(F.col("in_log"), "changes")
-            .when(F.col("in_rejects"), "rejected")
-            .otherwise(F.col("own_status"))
-            .alias("status"),
-            "message",
-        )
     )
     logged_messages = (
-        located.where(F.col("status") == "changes")
-        .select("source", "message")
+        located.where(F.col("in_log"))
+        .select(
+            F.col("source").alias("l_source"),
+            F.col("key").alias("l_key"),
+            F.col("value").alias("l_value"),
+        )
         .distinct()
         .withColumn("same_as_logged", F.lit(True))
     )
-    # Only the records no other rule placed can be redeliveries: few, so few are joined.
-    unplaced = located.where(F.col("status").isNull()).join(
-        logged_messages, ["source", "message"], "left"
-    )
-    classified = (
-        located.where(F.col("status").isNotNull())
-        .select("source", "status")
-        .unionByName(
-            unplaced.select(
-                "source",
-                F.when(F.col("same_as_logged"), "redelivered")
-                .otherwise("unaccounted")
-                .alias("status"),
-            )
-        )
+    classified = located.join(
+        logged_messages,
+        (F.col("source") == F.col("l_source"))
+        & F.col("key").eqNullSafe(F.col("l_key"))
+        & (F.col("value") == F.col("l_value")),
+        "left",
+    ).select(
+        "source",
+        F.when(F.col("in_log"), "changes")
+        .when(F.col("in_rejects"), "rejected")
+        .when(F.col("value").isNull(), "noops")
+        .when((F.col("format") == "debezium") & (debezium_op == "m"), "skipped")
+        .when(F.col("same_as_logged"), "redelivered")
+        .otherwise("unaccounted")
+        .alias("status"),
     )
     accounted = classified.groupBy("source").agg(
         F.count(F.lit(1)).alias("bronze_records"),

@@ -125,8 +125,8 @@ def test_silver_accounts_changes_redeliveries_rejects_noops_skips_and_flags_the_
 def test_silver_redelivery_is_the_same_key_and_value_not_the_same_text_joined(
     spark: SparkSession,
 ):
-    # Redeliveries are matched by a digest of key and value: a key's text running into
-    # the value's, or a null key against an empty one, is another message.
+    # A redelivery is the same key and value: a key's text running into the value's, or
+    # a null key against an empty one, is another message (whatever the gate compares).
     sources = spark.createDataFrame([("s",)], "source string")
     raw = spark.createDataFrame(
         [
