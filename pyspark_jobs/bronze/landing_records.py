@@ -206,8 +206,8 @@ def exact_value(line: Column, parsed_value: Column) -> Column:
     # Nearly every line has one candidate, the field itself. A higher-order function over
     # the split line costs about 30 times the line's parse (interpreted lambdas, a string
     # joined per candidate), so the first candidate is tried alone and the others only
-    # when it is not the field and there are others.
-    # (In the first condition, which is always evaluated, `first` is computed once.)
+    # when it is not the field and there are others. `first` sits in the CASE's first
+    # condition, which is always evaluated, so generated code computes it once.
     first = F.regexp_extract(line, _FIRST_DOCUMENT_TO_END, 1)
     return (
         F.when(_single_value_equal(first, parsed_value), first)

@@ -122,11 +122,9 @@ def test_silver_accounts_changes_redeliveries_rejects_noops_skips_and_flags_the_
     }
 
 
-def test_silver_redelivery_is_the_same_key_and_value_not_the_same_text_joined(
-    spark: SparkSession,
-):
-    # A redelivery is the same key and value: a key's text running into the value's, or
-    # a null key against an empty one, is another message (whatever the gate compares).
+def test_silver_redelivery_needs_the_same_key_and_the_same_value(spark: SparkSession):
+    # A key's text running into the value's, or a null key against an empty one, is
+    # another message, however the gate compares them.
     sources = spark.createDataFrame([("s",)], "source string")
     raw = spark.createDataFrame(
         [
