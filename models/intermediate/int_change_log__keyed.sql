@@ -65,20 +65,8 @@ key_values as (
             which one counts (Spark's take the first, most others the last), so the
             change cannot be read one way only.
         #}
-        get(
-            filter(
-                json_object_keys(key_json),
-                (k, i) -> array_position(json_object_keys(key_json), k) != i + 1
-            ),
-            0
-        ) as key_field_twice,
-        get(
-            filter(
-                json_object_keys(row_image),
-                (k, i) -> array_position(json_object_keys(row_image), k) != i + 1
-            ),
-            0
-        ) as image_field_twice
+        {{ field_named_twice('key_json') }} as key_field_twice,
+        {{ field_named_twice('row_image') }} as image_field_twice
     from declared
 ),
 

@@ -79,7 +79,12 @@ def as_net_state(frame: DataFrame) -> DataFrame:
 def project_image(image: Column, columns: Column) -> Column:
     """``image`` reduced to ``columns`` (an array column, e.g. the table's value columns):
     every declared column present, null where the image has no value."""
-    return F.map_from_arrays(columns, F.transform(columns, lambda c: image[c]))
+    # `image` is handed to the lambda as an argument, not named inside it: Spark evaluates a
+    # lambda's body once per element, so an image expression inside it (a `from_json` of the
+    # row, a fold step's map) would be computed again for every column, a cost that grows
+    # with the square of the table's width (40 columns: 45 s for 200,000 rows, not 1.5 s).
+    copies = F.array_repeat(image, F.size(columns))
+    return F.map_from_arrays(columns, F.zip_with(columns, copies, lambda c, m: m[c]))
 
 
 def sorted_entries(m: Column) -> Column:
