@@ -8,73 +8,58 @@ grows with the square of the table's width).
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from collections.abc import Iterator
+from typing import Any
 
 from pyspark.sql import DataFrame
 
-# As the optimized plan names them (json_object_keys and parse_json are rewritten there
-# into calls of their implementations).
-PARSES = re.compile(
-    r"\b(from_json|get_json_object|json_tuple|json_object_keys|jsonObjectKeys|parse_json"
-    r"|parseJson)\("
-)
-_VARIABLE = re.compile(r"lambda [\w$]+#\d+")
+# The expressions that parse JSON text, as the optimized plan holds them (json_object_keys
+# and parse_json are rewritten there into static calls of their implementations).
+PARSE_NODES = {"JsonToStructs", "GetJsonObject", "JsonTuple", "JsonObjectKeys", "ParseJson"}
+PARSE_FUNCTIONS = {"jsonObjectKeys", "parseJson"}
 
 
-@dataclass(frozen=True)
-class Lambda:
-    """A lambda of a plan: where its body is in the plan text, and its variables."""
-
-    body_start: int
-    body_end: int
-    variables: tuple[str, ...]
+def _seq(items: Any) -> Iterator[Any]:
+    for at in range(items.size()):
+        yield items.apply(at)
 
 
-def _closing(text: str, opening: int) -> int:
-    """The position of the parenthesis closing the one at ``opening``."""
-    depth = 0
-    for at in range(opening, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[at], 0)
-        if depth == 0:
-            return at
-    raise ValueError(f"unbalanced plan text from {opening}")
+def _is_parse(expression: Any) -> bool:
+    name = expression.nodeName()
+    if name == "StaticInvoke":
+        return str(expression.functionName()) in PARSE_FUNCTIONS
+    return str(name) in PARSE_NODES
 
 
-def _top_level_commas(text: str, start: int, end: int) -> list[int]:
-    depth, commas = 0, []
-    for at in range(start, end):
-        depth += {"(": 1, ")": -1, "[": 1, "]": -1}.get(text[at], 0)
-        if depth == 0 and text[at] == ",":
-            commas.append(at)
-    return commas
+def _variables(expression: Any) -> set[int]:
+    """The ids of the lambda variables an expression uses."""
+    if expression.nodeName() == "NamedLambdaVariable":
+        return {int(expression.exprId().id())}
+    return set().union(*(_variables(child) for child in _seq(expression.children())))
 
 
-def lambdas(plan: str) -> list[Lambda]:
-    """Every ``lambdafunction(body, lambda x#1, ..., hidden)`` of a plan's text."""
-    found = []
-    for match in re.finditer(r"lambdafunction\(", plan):
-        opening = match.end() - 1
-        closing = _closing(plan, opening)
-        commas = _top_level_commas(plan, opening + 1, closing)
-        arguments = plan[commas[0] + 1 : closing]
-        found.append(Lambda(opening + 1, commas[0], tuple(_VARIABLE.findall(arguments))))
+def _repeated(expression: Any, enclosing: list[set[int]], found: list[str]) -> None:
+    if expression.nodeName() == "LambdaFunction":
+        own = {int(v.exprId().id()) for v in _seq(expression.arguments())}
+        _repeated(expression.function(), [*enclosing, own], found)
+        return
+    if enclosing and _is_parse(expression) and not _variables(expression) & enclosing[-1]:
+        found.append(str(expression.toString()))
+    for child in _seq(expression.children()):
+        _repeated(child, enclosing, found)
+
+
+def repeated_parses(frame: DataFrame) -> list[str]:
+    """The JSON parses of the frame's optimized plan that sit inside a lambda and use
+    none of the variables of the innermost lambda around them."""
+    found: list[str] = []
+    plans = [frame._jdf.queryExecution().optimizedPlan()]
+    while plans:
+        plan = plans.pop()
+        for expression in _seq(plan.expressions()):
+            _repeated(expression, [], found)
+        plans.extend(_seq(plan.children()))
     return found
-
-
-def repeated_parses(plan: str) -> list[str]:
-    """The JSON parses inside a lambda that use none of its innermost lambda's variables."""
-    found = lambdas(plan)
-    repeated = []
-    for match in PARSES.finditer(plan):
-        enclosing = [f for f in found if f.body_start <= match.start() < f.body_end]
-        if not enclosing:
-            continue
-        innermost = min(enclosing, key=lambda f: f.body_end - f.body_start)
-        call = plan[match.start() : _closing(plan, match.end() - 1) + 1]
-        if not any(variable in call for variable in innermost.variables):
-            repeated.append(call)
-    return repeated
 
 
 def optimized_plan(frame: DataFrame) -> str:
