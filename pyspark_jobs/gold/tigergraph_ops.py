@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from pyspark_jobs.array_lookups import restricted_map, without
+
 OPS = (
     "Overwrite",
     "Add",
@@ -166,7 +168,7 @@ def _json_op(op: Column, old: Column, val: Column) -> Column:
         F.when(op == "Add", _list_text(F.concat(old_items, val_items), list_quoted))
         .when(
             op == "Minus",
-            _list_text(F.filter(old_items, lambda x: ~F.array_contains(val_items, x)), list_quoted),
+            _list_text(without(old_items, val_items), list_quoted),
         )
         .otherwise(val)
     )
@@ -183,7 +185,7 @@ def _json_op(op: Column, old: Column, val: Column) -> Column:
         .when(
             op == "Minus",
             _map_text(
-                F.map_filter(old_map, lambda k, _: ~F.array_contains(removed_keys, k)), map_quoted
+                restricted_map(old_map, without(F.map_keys(old_map), removed_keys)), map_quoted
             ),
         )
         .otherwise(val)

@@ -6,6 +6,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.gold.tigergraph_ops import apply_op, category
+from tests.support.lambda_plans import repeated_parses
 
 # (op, old, value, category, existed) -> expected value text
 CASES = [
@@ -64,6 +65,19 @@ def test_every_op_on_every_value_kind(spark: SparkSession):
         ),
     ).collect()
     assert [tuple(r) for r in got] == [(op, old, val, want) for op, old, val, _, _, want in CASES]
+
+
+def test_a_minus_parses_the_removed_items_once_not_once_an_item(spark: SparkSession):
+    frame = spark.createDataFrame(
+        [("Minus", "[1,2,3]", "[2]"), ("Minus", '{"a":"x","b":"y"}', '["a"]')],
+        "op string, old string, val string",
+    )
+    applied = frame.select(
+        apply_op(F.col("op"), F.col("old"), F.col("val"), F.lit("json"), F.lit(True)).alias("new")
+    )
+
+    assert repeated_parses(applied) == []
+    assert [r["new"] for r in applied.collect()] == ["[1,3]", '{"b":"y"}']
 
 
 def test_declared_types_map_to_categories():
