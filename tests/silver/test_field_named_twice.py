@@ -5,23 +5,19 @@ runs only on the objects that repeat a name."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import jinja2
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from tests.support.dbt_macros import macro_sql
 from tests.support.lambda_plans import optimized_plan, repeated_parses
-
-MACRO = Path(__file__).resolve().parents[2] / "macros" / "field_named_twice.sql"
 
 
 def field_named_twice_sql(json_text: str) -> str:
     """The macro rendered as dbt renders it, over a column name."""
-    module = jinja2.Environment().from_string(MACRO.read_text()).module
-    return str(module.field_named_twice(json_text))  # type: ignore[attr-defined]
+    return macro_sql("field_named_twice", json_text)
 
 
 def reference(names: list[str]) -> str | None:

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
-import jinja2
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.gold.typed_values import cast_value
-
-MACRO = Path(__file__).resolve().parents[2] / "macros" / "castable_to_declared_type.sql"
+from tests.support.dbt_macros import macro_sql
 
 TYPES = [
     "string",
@@ -53,8 +50,7 @@ OVERFLOWING_MILLIS = ("9223372036854775807", "-9223372036854775808", "9223372036
 
 def castable_sql(text: str, declared_type: str) -> str:
     """The macro rendered as dbt renders it, over two column names."""
-    module = jinja2.Environment().from_string(MACRO.read_text()).module
-    return str(module.castable_to_declared_type(text, declared_type))  # type: ignore[attr-defined]
+    return macro_sql("castable_to_declared_type", text, declared_type)
 
 
 def test_the_key_cast_check_agrees_with_gold_on_every_type(spark: SparkSession):
