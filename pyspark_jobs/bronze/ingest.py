@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from pyspark_jobs.bronze.landing_listing import listing_signature, nothing_new, record_signature
+from pyspark_jobs.bronze.landing_listing import list_landing, nothing_new, record_signature
 from pyspark_jobs.bronze.progress import (
     BatchCounts,
     SourceIngest,
@@ -40,6 +40,7 @@ from pyspark_jobs.bronze.tables import (
 from pyspark_jobs.config import LakehouseConfig, Source
 from pyspark_jobs.locks import named_locks
 from pyspark_jobs.settings import Settings, join_location
+from pyspark_jobs.small_inputs import files_small, interpreted_if
 from pyspark_jobs.storage import read_text, remove_unfinished_log_writes, write_once
 
 __all__ = ["LandingError", "SourceIngest", "ingest", "ingest_locks"]
@@ -187,8 +188,11 @@ class _Prepared:
 
     checkpoint: str
     stream: DataFrame | None
-    # The landing listing taken before its query starts (stored once every query ended).
+    # The landing listing's signature taken before its query starts (stored once every
+    # query ended).
     listing: str | None
+    # The most its query can read (its landing files' bytes); None when not known.
+    input_bytes: int | None
 
 
 def _prepare(
@@ -202,14 +206,18 @@ def _prepare(
     listing = None
     if source.landing is not None:
         _check_landing(source)
-        # --every's queries never end on their own, so they never store one.
-        listing = listing_signature(source.landing) if every_seconds is None else None
-        if listing is not None and nothing_new(checkpoint, listing):
-            return _Prepared(checkpoint, None, listing)
+        # --every's queries never end on their own, so they never store one, and what
+        # they will read is not known.
+        listing = list_landing(source.landing) if every_seconds is None else None
+        if listing is not None and nothing_new(checkpoint, listing.signature):
+            return _Prepared(checkpoint, None, listing.signature, 0)
     # A kill inside the query's first offsets write leaves a temp file that fails every
     # later start; the source's lock keeps other queries off it.
     remove_unfinished_log_writes(spark, checkpoint)
-    return _Prepared(checkpoint, _stream(spark, source, max_per_batch), listing)
+    stream = _stream(spark, source, max_per_batch)
+    if listing is None:
+        return _Prepared(checkpoint, stream, None, None)
+    return _Prepared(checkpoint, stream, listing.signature, listing.total_bytes)
 
 
 def _wait(
@@ -286,26 +294,31 @@ def ingest(
         prepared = [future.result() for future in preparing]
         started: list[tuple[StreamingQuery, SourceIngest]] = []
         try:
-            for source, report, ready in zip(sources, reports, prepared, strict=True):
-                checkpoint = ready.checkpoint
-                if ready.stream is None:
-                    report.skipped = True
-                    log(f"bronze {source.name}: no new landing files, stream not started")
-                    continue
-                if ready.listing is not None:
-                    listings.append((checkpoint, ready.listing))
-                # Started one by one: foreachBatch sets up PySpark's callback server on
-                # first use, without a lock.
-                writer = (
-                    ready.stream.writeStream.queryName(f"bronze_{source.name}")
-                    .option("checkpointLocation", checkpoint)
-                    .foreachBatch(_batch_writer(source, _app_id(spark, checkpoint), report))
-                )
-                if every_seconds is None:
-                    writer = writer.trigger(availableNow=True)
-                else:
-                    writer = writer.trigger(processingTime=f"{every_seconds} seconds")
-                started.append((writer.start(), report))
+            # Each query plans its batches with the settings of the session at its start.
+            reading = [ready.input_bytes for ready in prepared if ready.stream is not None]
+            with interpreted_if(
+                spark, files_small(spark, reading), "bronze", log, inputs="small landing files"
+            ):
+                for source, report, ready in zip(sources, reports, prepared, strict=True):
+                    checkpoint = ready.checkpoint
+                    if ready.stream is None:
+                        report.skipped = True
+                        log(f"bronze {source.name}: no new landing files, stream not started")
+                        continue
+                    if ready.listing is not None:
+                        listings.append((checkpoint, ready.listing))
+                    # Started one by one: foreachBatch sets up PySpark's callback server on
+                    # first use, without a lock.
+                    writer = (
+                        ready.stream.writeStream.queryName(f"bronze_{source.name}")
+                        .option("checkpointLocation", checkpoint)
+                        .foreachBatch(_batch_writer(source, _app_id(spark, checkpoint), report))
+                    )
+                    if every_seconds is None:
+                        writer = writer.trigger(availableNow=True)
+                    else:
+                        writer = writer.trigger(processingTime=f"{every_seconds} seconds")
+                    started.append((writer.start(), report))
             _wait(started, log, stop)
         finally:
             for query, _ in started:

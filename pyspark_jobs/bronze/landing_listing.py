@@ -19,26 +19,36 @@ import fnmatch
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark_jobs.bronze.readers import LANDING_GLOB
 from pyspark_jobs.settings import is_uri
 from pyspark_jobs.storage import replace_local_text
 
-__all__ = ["SIGNATURE_FILE", "listing_signature", "nothing_new", "record_signature"]
+__all__ = ["SIGNATURE_FILE", "Listing", "list_landing", "nothing_new", "record_signature"]
 
 SIGNATURE_FILE = "lakehouse_landing_listing"
 # Bumped whenever what the signature covers changes, so an old one never matches.
 _VERSION = 1
 
 
-def listing_signature(folder: Path) -> str | None:
-    """A hash of the folder's listing as the file source reads it, or None if unlistable.
+@dataclass(frozen=True)
+class Listing:
+    """A landing folder's listing: its signature, and the bytes of the files it covers."""
 
-    Covers the folder itself and the sorted (relative path, size, mtime_ns) of every file
-    under it matching ``LANDING_GLOB``, as the reader's ``pathGlobFilter`` and
-    ``recursiveFileLookup`` do. It includes the hidden (``.``/``_``) files Spark leaves out:
-    one more file only means one more query started, never one skipped.
+    signature: str
+    total_bytes: int
+
+
+def list_landing(folder: Path) -> Listing | None:
+    """The folder's listing as the file source reads it, or None if unlistable.
+
+    The signature is a hash of the folder itself and the sorted (relative path, size,
+    mtime_ns) of every file under it matching ``LANDING_GLOB``, as the reader's
+    ``pathGlobFilter`` and ``recursiveFileLookup`` do. It includes the hidden (``.``/``_``)
+    files Spark leaves out: one more file only means one more query started, never one
+    skipped. ``total_bytes`` is the size of the same files.
     """
     entries: list[tuple[str, int, int]] = []
     seen_folders: set[tuple[int, int]] = set()
@@ -69,7 +79,8 @@ def listing_signature(folder: Path) -> str | None:
         return None
     # JSON keeps odd names (newlines, undecodable bytes) unambiguous.
     text = json.dumps([_VERSION, root, LANDING_GLOB, sorted(entries)])
-    return hashlib.sha256(text.encode()).hexdigest()
+    signature = hashlib.sha256(text.encode()).hexdigest()
+    return Listing(signature, sum(size for _, size, _ in entries))
 
 
 def nothing_new(checkpoint: str, signature: str) -> bool:

@@ -67,7 +67,10 @@ def test_valid_lines_land_and_malformed_lines_are_quarantined(
     )
     assert quarantine_rows(spark, "files") == expected_bad
     assert (report.read, report.landed, report.quarantined) == (10, 3, 7)
-    assert logged == ["bronze files: batch 0: read 10, landed 3, quarantined 7"]
+    assert logged == [
+        "bronze: small landing files, planned without code generation",
+        "bronze files: batch 0: read 10, landed 3, quarantined 7",
+    ]
 
     # caught up: a second run reads nothing; a new file lands alone
     [again] = ingest(spark, empty_lake, config, log=logged.append)

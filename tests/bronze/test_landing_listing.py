@@ -15,7 +15,7 @@ from pyspark.sql.streaming import StreamingQueryListener
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.bronze.landing_listing import (
     SIGNATURE_FILE,
-    listing_signature,
+    list_landing,
     nothing_new,
     record_signature,
 )
@@ -32,39 +32,44 @@ def _land(folder: Path, name: str, offset: int) -> Path:
     return path
 
 
+def signature(folder: Path) -> str:
+    listing = list_landing(folder)
+    assert listing is not None
+    return listing.signature
+
+
 def test_signature_changes_with_the_files_the_reader_reads_and_only_those(
     tmp_path: Path,
 ) -> None:
     landing = tmp_path / "landing"
     first = _land(landing, "a.jsonl", 0)
-    before = listing_signature(landing)
-    assert before is not None
-    assert listing_signature(landing) == before  # same files, same signature
+    before = signature(landing)
+    assert signature(landing) == before  # same files, same signature
 
     # files the reader ignores: other names, a producer's temporary name before its rename
     (landing / "notes.txt").write_text("not a landing file\n")
     (landing / "b.jsonl.tmp").write_text("being written\n")
-    assert listing_signature(landing) == before
+    assert signature(landing) == before
 
     nested = _land(landing, "2024/01/c.jsonl", 1)  # read recursively
-    with_nested = listing_signature(landing)
+    with_nested = signature(landing)
     assert with_nested != before
     nested.unlink()
-    assert listing_signature(landing) == before
+    assert signature(landing) == before
 
     stat = first.stat()
     os.utime(first, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))  # touched
-    touched = listing_signature(landing)
+    touched = signature(landing)
     assert touched != before
     with first.open("a") as out:  # grown, mtime put back
         out.write(record_line("db.t", 0, 9, {"n": 9}) + "\n")
     os.utime(first, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
-    assert listing_signature(landing) not in (before, touched)
+    assert signature(landing) not in (before, touched)
 
     # the same files in another folder are other files to the reader
     copy = tmp_path / "copy"
     shutil.copytree(landing, copy)  # copies mtimes too
-    assert listing_signature(copy) != listing_signature(landing)
+    assert signature(copy) != signature(landing)
 
 
 def test_only_a_local_checkpoint_at_rest_with_the_same_signature_has_nothing_new(
