@@ -9,9 +9,8 @@ build and gold's apply run interpreted when every table they read is at most
 own record of its size; bronze's queries when the landing files of the sources it starts
 are at most that together (``files_small``). Sizes, not new rows: silver's data tests and
 gold's MERGEs read their whole tables, where interpreted plans would cost more than
-compiling. A step may add
-settings of its own that pay only on small tables (gold: MERGEs that rewrite the few
-files they touch instead of writing deletion vectors, docs/gold.md).
+compiling. A step may add settings of its own that pay only on small tables (gold: MERGEs
+that rewrite the few files they touch instead of writing deletion vectors, docs/gold.md).
 
 Measured on the samples' `lakehouse run` on 2 cores, 2026-11-26, before and after on fresh
 lakes: 230 s of wall time against 190, 389 s of CPU against 317 (docs/gold.md).
