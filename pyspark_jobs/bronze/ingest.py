@@ -23,7 +23,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from pyspark_jobs.bronze.landing_listing import list_landing, nothing_new, record_signature
+from pyspark_jobs.bronze.landing_listing import (
+    Listing,
+    list_landing,
+    nothing_new,
+    record_signature,
+)
 from pyspark_jobs.bronze.progress import (
     BatchCounts,
     SourceIngest,
@@ -188,11 +193,9 @@ class _Prepared:
 
     checkpoint: str
     stream: DataFrame | None
-    # The landing listing's signature taken before its query starts (stored once every
-    # query ended).
-    listing: str | None
-    # The most its query can read (its landing files' bytes); None when not known.
-    input_bytes: int | None
+    # The landing listing taken before its query starts: its signature is stored once
+    # every query ended, its bytes are the most the query can read. None: not known.
+    listing: Listing | None
 
 
 def _prepare(
@@ -210,14 +213,11 @@ def _prepare(
         # they will read is not known.
         listing = list_landing(source.landing) if every_seconds is None else None
         if listing is not None and nothing_new(checkpoint, listing.signature):
-            return _Prepared(checkpoint, None, listing.signature, 0)
+            return _Prepared(checkpoint, None, listing)
     # A kill inside the query's first offsets write leaves a temp file that fails every
     # later start; the source's lock keeps other queries off it.
     remove_unfinished_log_writes(spark, checkpoint)
-    stream = _stream(spark, source, max_per_batch)
-    if listing is None:
-        return _Prepared(checkpoint, stream, None, None)
-    return _Prepared(checkpoint, stream, listing.signature, listing.total_bytes)
+    return _Prepared(checkpoint, _stream(spark, source, max_per_batch), listing)
 
 
 def _wait(
@@ -295,7 +295,11 @@ def ingest(
         started: list[tuple[StreamingQuery, SourceIngest]] = []
         try:
             # Each query plans its batches with the settings of the session at its start.
-            reading = [ready.input_bytes for ready in prepared if ready.stream is not None]
+            reading = [
+                ready.listing.total_bytes if ready.listing else None
+                for ready in prepared
+                if ready.stream is not None
+            ]
             with interpreted_if(
                 spark, files_small(spark, reading), "bronze", log, inputs="small landing files"
             ):
@@ -306,7 +310,7 @@ def ingest(
                         log(f"bronze {source.name}: no new landing files, stream not started")
                         continue
                     if ready.listing is not None:
-                        listings.append((checkpoint, ready.listing))
+                        listings.append((checkpoint, ready.listing.signature))
                     # Started one by one: foreachBatch sets up PySpark's callback server on
                     # first use, without a lock.
                     writer = (
