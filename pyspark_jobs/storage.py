@@ -153,13 +153,18 @@ def write_once(spark: SparkSession, location: str, text: str) -> bool:
 
 
 def replace_local_text(target: Path, text: str) -> None:
-    """Write ``text`` to a local file, replacing it whole or not at all: written aside,
+    """Write ``text`` to a local file, replacing it whole or not at all."""
+    replace_local_bytes(target, text.encode())
+
+
+def replace_local_bytes(target: Path, data: bytes) -> None:
+    """Write ``data`` to a local file, replacing it whole or not at all: written aside,
     synced (a crash never leaves an empty file renamed in), then renamed over ``target``."""
     target.parent.mkdir(parents=True, exist_ok=True)
     aside = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}")
     try:
-        with aside.open("w") as out:
-            out.write(text)
+        with aside.open("wb") as out:
+            out.write(data)
             out.flush()
             os.fsync(out.fileno())
         os.replace(aside, target)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
+from pyspark_jobs.silver import parse_cache
 
 
 class DbtFailed(RuntimeError):
@@ -61,9 +62,12 @@ class DbtResult:
     statuses: dict[str, str]
 
 
-def run_dbt(settings: Settings, args: Sequence[str]) -> DbtResult:
+def run_dbt(
+    settings: Settings, args: Sequence[str], parse_cache_dir: Path = parse_cache.CACHE_DIR
+) -> DbtResult:
     """Invoke ``dbt <args>`` on the project with the committed profile and the target
-    of ``settings.dbt_target``.
+    of ``settings.dbt_target``, starting from the parse saved in ``parse_cache_dir`` for
+    the same vars (``silver/parse_cache.py``).
 
     Raises ``DbtTestsFailed`` when only data tests failed, ``DbtFailed`` otherwise; the
     message names each failed node, where it is declared and dbt's message, e.g.
@@ -74,10 +78,13 @@ def run_dbt(settings: Settings, args: Sequence[str]) -> DbtResult:
 
     # The profile reads the lake root from the environment (it is Jinja, not Python).
     os.environ["LAKEHOUSE_ROOT"] = str(settings.lake_root)
+    target_dir = settings.dbt_dir / "target"
+    parse_key = parse_cache.parse_key(args, settings.dbt_target)
+    parse_cache.restore(target_dir, parse_key, parse_cache_dir)
     full_args = [
         *args,
         "--target-path",
-        str(settings.dbt_dir / "target"),
+        str(target_dir),
         "--log-path",
         str(settings.dbt_dir / "logs"),
         "--project-dir",
@@ -88,6 +95,8 @@ def run_dbt(settings: Settings, args: Sequence[str]) -> DbtResult:
         settings.dbt_target,
     ]
     result = dbtRunner().invoke(full_args)
+    if result.success:
+        parse_cache.keep(target_dir, parse_key, parse_cache_dir)
     statuses: dict[str, str] = {}
     failed: list[Any] = []
     if result.result is not None and hasattr(result.result, "results"):
