@@ -13,14 +13,15 @@
     `pipeline_build`, pyspark_jobs/silver/build.py) store it as a table, so that work
     happens once per build: the samples' first dbt build 36 s -> 22 s. Elsewhere (its
     incremental builds, an analyst's `dbt build`) it is ephemeral: inlined into the two
-    models, and no table is written. On a large bronze the incremental builds pass
-    `batch_after_bronze_version`, the bronze version the last build read: every row at or
-    before it was read by that build, so only the rows landed since are keyed.
+    models, and no table is written. On a large bronze the incremental builds set the
+    environment variable `LAKEHOUSE_BATCH_AFTER_BRONZE_VERSION`, the bronze version the
+    last build read: every row at or before it was read by that build, so only the rows
+    landed since are keyed.
 
     The table is rewritten by every full build and read by nothing else, so its replaced
     files need no long retention (`lakehouse maintain` cleans them with silver).
 #}
 select * from {{ ref('int_change_log__keyed') }}
-{% if var('batch_after_bronze_version', none) is not none %}
-    where bronze_commit_version > {{ var('batch_after_bronze_version') | int }}
+{% if env_var('LAKEHOUSE_BATCH_AFTER_BRONZE_VERSION', '') %}
+    where bronze_commit_version > {{ env_var('LAKEHOUSE_BATCH_AFTER_BRONZE_VERSION') | int }}
 {% endif %}

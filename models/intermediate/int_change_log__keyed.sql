@@ -1,7 +1,7 @@
 {#
     The pipeline's incremental builds pass `batch_formats` (the formats bronze received
     rows of since the last build, or every format with the bound below) and, on a large
-    bronze, `batch_ingested_since_ms`
+    bronze, set `LAKEHOUSE_BATCH_INGESTED_SINCE_MS` in the environment
     (pyspark_jobs/silver/build.py; macro union_staged_changes): the model is then inlined
     into the two silver models (ephemeral) over those rows only, so a batch of one source
     plans one format, not all of them, and reads its newest files. The view stays as the

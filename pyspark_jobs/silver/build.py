@@ -35,12 +35,13 @@ project's default (every format): correct, only slower.
 
 An incremental build reads only what bronze landed since the last build (``new_bronze``,
 from bronze's log, no Spark job). The dbt var ``batch_formats`` names the formats that got
-rows when not all did, and on a large bronze ``batch_ingested_since_ms`` bounds the rows'
-``ingested_at`` from below (the least of the new files' statistics), so Delta skips the
-older files (passed with ``batch_formats``, which then names every format), with
-``batch_after_bronze_version``, which keeps exactly the rows landed since. The latter
-var makes the keyed model ephemeral: inlined over those formats' staging models, read
-from that moment on; the stored view is left as the last full build made it. Planning
+rows when not all did, and on a large bronze the environment variable ``SINCE_MS_ENV``
+bounds the rows' ``ingested_at`` from below (the least of the new files' statistics), so
+Delta skips the older files (passed with ``batch_formats``, which then names every
+format), with ``AFTER_VERSION_ENV``, which keeps exactly the rows landed since.
+``batch_formats`` makes the keyed model ephemeral: inlined over those formats' staging
+models, read from that moment on; the stored view is left as the last full build made
+it. Planning
 the keyed view over every format is most of a small build (a batch of 100 Debezium
 changes on the samples' lake, warm: the two models 11 s, against 3 to 4 s over Debezium
 alone).
@@ -97,9 +98,15 @@ PIPELINE_SELECTOR = "tag:pipeline"
 _BUILD = ["build", "--exclude-resource-type", "unit_test"]
 # Bronze size above which an incremental build reads only the files landed since the last
 # build (by their ingested_at statistics): below it, reading every file costs about what
-# the dbt parse a new bound brings (1.5 s). Above it the saving outgrows that: on a 9 MiB
+# dbt's parse of a new bound brings. Above it the saving outgrows that: on a 9 MiB
 # bronze of 160,000 records, a build of a 2,400-record batch 71-78 s -> 54-55 s.
 PRUNE_BRONZE_ABOVE_BYTES = 8 * 1024 * 1024
+# The bounds of such a build reach dbt as environment variables, not vars: they change
+# every build, and dbt parses the whole project again when a var changes, but only the
+# files that read an environment variable when its value changes (a parse 4.0-4.7 s ->
+# 1.9 s, docs/operations.md). Every build sets or unsets both.
+SINCE_MS_ENV = "LAKEHOUSE_BATCH_INGESTED_SINCE_MS"
+AFTER_VERSION_ENV = "LAKEHOUSE_BATCH_AFTER_BRONZE_VERSION"
 # Builds of one step before it gives up on commit races: a retry finds the winner's
 # changes landed, so it loses again only if the other writer commits again meanwhile.
 COMMIT_RACE_ATTEMPTS = 3
@@ -251,11 +258,14 @@ def build_silver(
         log(f"silver: nothing new since the last build (bronze version {bronze})")
         return SilverBuild("skipped", bronze)
     variables: dict[str, Any] = {"cdc_formats": formats, **(dbt_vars or {})}
+    bounds: dict[str, str | None] = {SINCE_MS_ENV: None, AFTER_VERSION_ENV: None}
     if last is not None and last[1] == fingerprint and built:
         kind = "incremental"
         selected = f"{PIPELINE_SELECTOR},config.materialized:incremental"
         batch = None if dbt_vars else new_bronze(spark, config, last[0])
-        variables.update(_batch_variables(spark, batch, formats, last[0], log))
+        narrowed, batch_bounds = _batch_narrowing(spark, batch, formats, last[0], log)
+        variables.update(narrowed)
+        bounds.update(batch_bounds)
         args = [*_BUILD, "--select", selected, "--vars", json.dumps(variables)]
     else:
         kind = "full"
@@ -269,7 +279,7 @@ def build_silver(
         if in_process
         else nullcontext()
     ):
-        _run_dbt_winning_commit_races(settings, args, log)
+        _run_dbt_winning_commit_races(settings, args, bounds, log)
     spark.createDataFrame(
         [(bronze, fingerprint, kind, _silver_versions(spark))],
         "bronze_version bigint, fingerprint string, kind string, silver_versions string",
@@ -283,23 +293,24 @@ def build_silver(
     return SilverBuild(kind, bronze)
 
 
-def _batch_variables(
+def _batch_narrowing(
     spark: SparkSession,
     batch: NewBronze | None,
     formats: Sequence[str],
     last_bronze_version: int,
     log: Callable[[str], None],
-) -> dict[str, Any]:
-    """The dbt vars that narrow an incremental build to what bronze landed since the last
-    one (which read ``last_bronze_version``): ``batch_formats`` when not every format got
-    rows; when bronze is large enough for skipping its older files to matter,
-    ``batch_ingested_since_ms`` and ``batch_after_bronze_version`` (the batch model keeps
-    the rows landed after it). Those two change every build, and a changed var makes dbt
-    parse the whole project again (about 1.5 s): on a small bronze the batch model reads
-    all rows of the batch's formats, and each silver model's watermark picks the new."""
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """What narrows an incremental build to what bronze landed since the last one (which
+    read ``last_bronze_version``): the dbt var ``batch_formats`` when not every format got
+    rows; when bronze is large enough for skipping its older files to matter, the bounds
+    ``SINCE_MS_ENV`` (the least ``ingested_at`` of the new files) and
+    ``AFTER_VERSION_ENV`` (the batch model keeps the rows landed after it), as
+    environment variables. On a small bronze the batch model reads all rows of the
+    batch's formats, and each silver model's watermark picks the new."""
     variables: dict[str, Any] = {}
+    bounds: dict[str, str] = {}
     if batch is None or not batch.formats:
-        return variables
+        return variables, bounds
     if batch.formats != list(formats):
         variables["batch_formats"] = batch.formats
         named = ", ".join(batch.formats)
@@ -308,16 +319,19 @@ def _batch_variables(
     large = size is not None and size > PRUNE_BRONZE_ABOVE_BYTES
     if batch.ingested_since_ms is not None and large:
         # A second of slack below the file statistics' own (millisecond) truncation.
-        variables["batch_ingested_since_ms"] = batch.ingested_since_ms - 1000
-        variables["batch_after_bronze_version"] = last_bronze_version
+        bounds[SINCE_MS_ENV] = str(batch.ingested_since_ms - 1000)
+        bounds[AFTER_VERSION_ENV] = str(last_bronze_version)
         # batch_formats is what inlines the keyed model, even when every format got rows.
         variables.setdefault("batch_formats", batch.formats)
         log("silver: reading bronze files landed since the last build only")
-    return variables
+    return variables, bounds
 
 
 def _run_dbt_winning_commit_races(
-    settings: Settings, args: Sequence[str], log: Callable[[str], None]
+    settings: Settings,
+    args: Sequence[str],
+    environment: Mapping[str, str | None],
+    log: Callable[[str], None],
 ) -> None:
     """``run_dbt``, again when its only failures were commits that another writer of the
     same silver table won (an analyst's ``dbt run`` through the same Thrift Server). The
@@ -325,7 +339,7 @@ def _run_dbt_winning_commit_races(
     anti join on ``change_id``), so the next attempt lands what the winner did not."""
     for attempt in range(1, COMMIT_RACE_ATTEMPTS + 1):
         try:
-            run_dbt(settings, args)
+            run_dbt(settings, args, environment=environment)
             return
         except DbtFailed as failed:
             if attempt == COMMIT_RACE_ATTEMPTS or not lost_a_commit_race(failed):

@@ -10,7 +10,8 @@ cluster, which shares the metastore with the jobs.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,11 +64,16 @@ class DbtResult:
 
 
 def run_dbt(
-    settings: Settings, args: Sequence[str], parse_cache_dir: Path = parse_cache.CACHE_DIR
+    settings: Settings,
+    args: Sequence[str],
+    parse_cache_dir: Path = parse_cache.CACHE_DIR,
+    environment: Mapping[str, str | None] | None = None,
 ) -> DbtResult:
     """Invoke ``dbt <args>`` on the project with the committed profile and the target
     of ``settings.dbt_target``, starting from the parse saved in ``parse_cache_dir`` for
-    the same vars (``silver/parse_cache.py``).
+    the same vars (``silver/parse_cache.py``). ``environment`` sets (a text) or unsets
+    (None) environment variables the models read with ``env_var()``, for this invocation
+    only.
 
     Raises ``DbtTestsFailed`` when only data tests failed, ``DbtFailed`` otherwise; the
     message names each failed node, where it is declared and dbt's message, e.g.
@@ -98,7 +104,8 @@ def run_dbt(
         # connect timeout (dbt/tracking.py), and a pipeline has no business phoning home.
         "--no-send-anonymous-usage-stats",
     ]
-    result = dbtRunner().invoke(full_args)
+    with _environment(environment or {}):
+        result = dbtRunner().invoke(full_args)
     if result.success:
         parse_cache.keep(target_dir, parse_key, parse_cache_dir)
     statuses: dict[str, str] = {}
@@ -117,6 +124,25 @@ def run_dbt(
         )
         raise (DbtTestsFailed if data_tests_only else DbtFailed)(message, failures)
     return DbtResult(command=" ".join(args), statuses=statuses)
+
+
+@contextmanager
+def _environment(values: Mapping[str, str | None]) -> Iterator[None]:
+    """``values`` in the process environment while the block runs, then what was there."""
+    before = {name: os.environ.get(name) for name in values}
+    try:
+        _set_environment(values)
+        yield
+    finally:
+        _set_environment(before)
+
+
+def _set_environment(values: Mapping[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def _failure(node_result: Any) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
@@ -333,3 +334,25 @@ def test_an_incremental_build_on_a_large_bronze_reads_only_the_files_landed_sinc
     assert [r["record_key"] for r in new.collect()] == ['{"USER_ID":"990"}']
     # Only the rows landed since are keyed (the bound above is a second early).
     assert f"bronze_commit_version > {first.bronze_version}" in query
+
+    # The next batch's new bounds reach dbt as environment variables: dbt parses again
+    # only the two files that read them, not the whole project as for a changed var, and
+    # compiles the new values.
+    write_lines(landing / "last.jsonl", [record("shop.public.users", 901, {"USER_ID": 991}, EVENT)])
+    ingest(spark, empty_lake, config, log=lambda _: None)
+    landed = new_bronze(spark, config, second.bronze_version)
+    third = build_silver(spark, empty_lake, config, log=lambda _: None)
+    assert third.kind == "incremental" and landed is not None and landed.ingested_since_ms
+    dbt_log = (empty_lake.dbt_dir / "logs" / "dbt.log").read_text()
+    parse = dbt_log.rsplit("running dbt with arguments", 1)[-1]
+    assert "Unable to do partial parsing" not in parse
+    batch_model = "cdc_lakehouse://models/intermediate/int_change_log__batch.sql"
+    assert f"Partial parsing: updated file: {batch_model}" in parse
+    query = _compiled(empty_lake, "silver/change_log")
+    assert f"timestamp_millis({landed.ingested_since_ms - 1000})" in query
+    assert f"bronze_commit_version > {second.bronze_version}" in query
+    assert build.SINCE_MS_ENV not in os.environ and build.AFTER_VERSION_ENV not in os.environ
+    new = spark.table("silver.change_log").where(
+        F.col("lineage.bronze_commit_version") > second.bronze_version
+    )
+    assert [r["record_key"] for r in new.collect()] == ['{"USER_ID":"991"}']
