@@ -97,9 +97,10 @@ _NOT_PIPELINE = ("models/marts",)
 PIPELINE_SELECTOR = "tag:pipeline"
 _BUILD = ["build", "--exclude-resource-type", "unit_test"]
 # Bronze size above which an incremental build reads only the files landed since the last
-# build (by their ingested_at statistics): below it, reading every file costs about what
-# dbt's parse of a new bound brings. Above it the saving outgrows that: on a 9 MiB
-# bronze of 160,000 records, a build of a 2,400-record batch 71-78 s -> 54-55 s.
+# build (by their ingested_at statistics): below it, reading every file costs no more than
+# the bound does (warm cycles with and without it, docs/architecture.md). Above it the
+# saving outgrows that: on a 9 MiB bronze of 160,000 records, a build of a 2,400-record
+# batch 71-78 s -> 54-55 s.
 PRUNE_BRONZE_ABOVE_BYTES = 8 * 1024 * 1024
 # The bounds of such a build reach dbt as environment variables, not vars: they change
 # every build, and dbt parses the whole project again when a var changes, but only the
