@@ -41,10 +41,9 @@ Delta skips the older files (passed with ``batch_formats``, which then names eve
 format), with ``AFTER_VERSION_ENV``, which keeps exactly the rows landed since.
 ``batch_formats`` makes the keyed model ephemeral: inlined over those formats' staging
 models, read from that moment on; the stored view is left as the last full build made
-it. Planning
-the keyed view over every format is most of a small build (a batch of 100 Debezium
-changes on the samples' lake, warm: the two models 11 s, against 3 to 4 s over Debezium
-alone).
+it. Planning the keyed view over every format is most of a small build (a batch of 100
+Debezium changes on the samples' lake, warm: the two models 11 s, against 3 to 4 s over
+Debezium alone).
 
 Both silver models read the keyed changes, one the valid ones and the other the rejects,
 so a full build (var ``pipeline_build``) first stores them once in ``BATCH_TABLE``
