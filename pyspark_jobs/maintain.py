@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE
 from pyspark_jobs.gold.rebuild import REBUILDS_TABLE, unfinished_rebuilds
@@ -197,7 +198,7 @@ def layer_tables(spark: SparkSession, layer: str) -> list[str]:
             for t in spark.catalog.listTables(layer)
             if t.tableType in ("MANAGED", "EXTERNAL") and not t.isTemporary
         ]
-    names += [t for t in STATE_TABLES[layer] if spark.catalog.tableExists(t)]
+    names += [t for t in STATE_TABLES[layer] if table_exists(spark, t)]
     return sorted(names)
 
 
@@ -240,7 +241,7 @@ def change_log_needs(spark: SparkSession, config: LakehouseConfig) -> int | None
     snapshot, not its history)."""
     from pyspark_jobs.gold.change_feed import applied_progress
 
-    if not spark.catalog.tableExists(PROGRESS_TABLE):
+    if not table_exists(spark, PROGRESS_TABLE):
         return None
     declared = {entity.table for _, entity in config.tables()}
     applied = [

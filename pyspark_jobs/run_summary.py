@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.tables import QUARANTINE_TABLE, RAW_TABLE
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.delta_log import rows_per_partition
 from pyspark_jobs.durations import freshness_seconds, human_seconds
 
@@ -51,7 +52,7 @@ def counts_by(spark: SparkSession, table: str, column: str) -> dict[str, int]:
     """Row counts of ``table`` grouped by ``column`` (a handful of groups): from Delta's
     log when ``column`` partitions the table, so that the summary's cost does not grow
     with the data the lake holds; else by counting the rows."""
-    if not spark.catalog.tableExists(table):
+    if not table_exists(spark, table):
         return {}
     from_log = rows_per_partition(spark, table, column)
     if from_log is not None:

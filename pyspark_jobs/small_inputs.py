@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.delta_log import table_bytes
 from pyspark_jobs.session import temporary_conf
 
@@ -48,7 +49,7 @@ def all_small(spark: SparkSession, tables: Iterable[str]) -> bool:
         return False
     try:
         for table in tables:  # the first large one ends the look (the change log is first)
-            if spark.catalog.tableExists(table):
+            if table_exists(spark, table):
                 size = table_bytes(spark, table)
                 if size is None or size > threshold:
                     return False

@@ -15,6 +15,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.settings import is_uri
 
 
@@ -77,7 +78,7 @@ def remove_unregistered_new_table(spark: SparkSession, name: str) -> bool:
     folder with data files or a later commit is left alone: that is data, not a creation.
     """
     schema, _, table = name.rpartition(".")
-    if not spark.catalog.databaseExists(schema) or spark.catalog.tableExists(name):
+    if not spark.catalog.databaseExists(schema) or table_exists(spark, name):
         return False
     location = f"{spark.catalog.getDatabase(schema).locationUri.rstrip('/')}/{table}"
     fs, folder = _hadoop_fs(spark, location)
@@ -109,7 +110,7 @@ def clear_killed_creation(spark: SparkSession, name: str) -> None:
 def create_table_if_missing(spark: SparkSession, name: str, ddl: str) -> None:
     """Run ``ddl``, the creation of managed table ``name``, unless the catalog has the
     table; first ``clear_killed_creation``. One catalog lookup when the table exists."""
-    if spark.catalog.tableExists(name):
+    if table_exists(spark, name):
         return
     clear_killed_creation(spark, name)
     spark.sql(ddl)

@@ -33,6 +33,7 @@ from datetime import datetime
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.delta_log import holds_files, latest_version, row_count
 from pyspark_jobs.faults import crash_point
@@ -422,10 +423,8 @@ def _ensure_layouts(
         for table in tables
         if (known := progress.get(table.table)) is None
         or known.signature != table.signature
-        or not spark.catalog.tableExists(table.name)
-        or (
-            table.entity.history and not spark.catalog.tableExists(history_table_name(table.entity))
-        )
+        or not table_exists(spark, table.name)
+        or (table.entity.history and not table_exists(spark, history_table_name(table.entity)))
     ]
     if not relaid:
         return relaid
@@ -483,7 +482,7 @@ def _apply_gold(
     with named_jobs(spark, "gold: state tables and progress"):
         ensure_state_tables(spark)
         ensure_pending_table(spark)
-        if not spark.catalog.tableExists(CHANGE_LOG_TABLE):
+        if not table_exists(spark, CHANGE_LOG_TABLE):
             raise RuntimeError(
                 f"{CHANGE_LOG_TABLE} does not exist yet: run `lakehouse silver` first"
             )

@@ -25,6 +25,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import ConfigError, LakehouseConfig
 from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.faults import crash_point
@@ -96,7 +97,7 @@ def record_rebuild(spark: SparkSession, table: str, prior_version: int, finished
 def unfinished_rebuilds(spark: SparkSession) -> dict[str, int]:
     """Gold table -> the version it was rebuilt from, for each rebuild that started and
     did not finish (one row per table: small)."""
-    if not spark.catalog.tableExists(REBUILDS_TABLE):
+    if not table_exists(spark, REBUILDS_TABLE):
         return {}
     latest = (
         spark.table(REBUILDS_TABLE)

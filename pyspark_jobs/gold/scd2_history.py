@@ -17,6 +17,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import Entity
 from pyspark_jobs.gold.folds.shared import sorted_entries
 from pyspark_jobs.gold.merge import append_inserts, differs
@@ -52,7 +53,7 @@ def ensure_history_table(spark: SparkSession, entity: Entity) -> None:
     """Create the history table, or add newly declared columns to it."""
     name = history_table_name(entity)
     wanted = [(c, spark_type(t)) for c, t in entity.columns.items()] + list(HISTORY_COLUMNS)
-    if not spark.catalog.tableExists(name):
+    if not table_exists(spark, name):
         create_history_table(spark, entity)
         return
     existing = {f.name.lower() for f in spark.table(name).schema.fields}

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.gold.folds.shared import IMAGE_TYPE
 from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
 from pyspark_jobs.storage import clear_killed_creation
@@ -66,7 +67,7 @@ class StagedRun:
 def ensure_pending_table(spark: SparkSession) -> None:
     """Create the pending table (or replace one of an older layout: it only ever holds
     the last run, which the progress table says is complete or not)."""
-    if spark.catalog.tableExists(PENDING_TABLE):
+    if table_exists(spark, PENDING_TABLE):
         if "row_kind" in spark.table(PENDING_TABLE).columns:
             return
         spark.sql(f"drop table {PENDING_TABLE}")

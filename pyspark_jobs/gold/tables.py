@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import Entity
 from pyspark_jobs.storage import clear_killed_creation, create_table_if_missing
 
@@ -74,7 +75,7 @@ def ensure_gold_table(spark: SparkSession, entity: Entity) -> None:
     """Create the gold table, or add columns newly declared in config to it."""
     name = gold_table_name(entity)
     wanted = gold_columns(entity)
-    if not spark.catalog.tableExists(name):
+    if not table_exists(spark, name):
         create_gold_table(spark, entity)
         return
     existing = {f.name.lower() for f in spark.table(name).schema.fields}

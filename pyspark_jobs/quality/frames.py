@@ -23,6 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.tables import QUARANTINE_TABLE, RAW_TABLE
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import Entity, LakehouseConfig, Source
 from pyspark_jobs.delta_log import holds_files
 from pyspark_jobs.empty_frames import empty_frame
@@ -396,7 +397,7 @@ def tables_read(config: LakehouseConfig, layer: str) -> tuple[str, ...]:
 
 
 def _require(spark: SparkSession, *tables: str) -> None:
-    missing = [t for t in tables if not spark.catalog.tableExists(t)]
+    missing = [t for t in tables if not table_exists(spark, t)]
     if missing:
         raise MissingTable(f"{', '.join(missing)} does not exist yet: build the layer first")
 
@@ -580,7 +581,7 @@ def problem_samples(
     if not names:
         return {}
     table, by, newest, columns = _problem_tables()[layer]
-    if not spark.catalog.tableExists(table):
+    if not table_exists(spark, table):
         return {}
     frame = spark.table(table)
     wanted = [n.removeprefix(f"{GOLD_SCHEMA}.") for n in names] if layer == "gold" else names

@@ -44,6 +44,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.delta_log import version_with_id
 from pyspark_jobs.errors import describe
@@ -89,7 +90,7 @@ def _digest(*parts: bytes) -> str:
 def table_versions(spark: SparkSession, tables: Iterable[str]) -> dict[str, str]:
     """``{table: "<table id>@<version>"}`` (or ``missing``) from each table's Delta log."""
     return {
-        table: version_with_id(spark, table) if spark.catalog.tableExists(table) else MISSING
+        table: version_with_id(spark, table) if table_exists(spark, table) else MISSING
         for table in sorted(set(tables))
     }
 

@@ -75,6 +75,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.tables import RAW_TABLE
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.delta_log import files_added_since, latest_version, table_bytes
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
@@ -191,7 +192,7 @@ def _epoch_ms(text: str | None) -> int | None:
 
 
 def _ensure_builds_table(spark: SparkSession) -> None:
-    if spark.catalog.tableExists(BUILDS_TABLE):
+    if table_exists(spark, BUILDS_TABLE):
         if "silver_versions" not in spark.table(BUILDS_TABLE).columns:
             # A lake from before the column: its builds read as unknown, so one more build
             # runs.
@@ -245,12 +246,12 @@ def build_silver(
     runs. Raises ``DbtTestsFailed`` when a data test fails and ``DbtFailed`` when dbt
     fails otherwise (the build is not recorded either way)."""
     _ensure_builds_table(spark)
-    bronze = latest_version(spark, RAW_TABLE) if spark.catalog.tableExists(RAW_TABLE) else -1
+    bronze = latest_version(spark, RAW_TABLE) if table_exists(spark, RAW_TABLE) else -1
     formats = used_formats(config)
     fingerprint = build_fingerprint(formats)
     new_entities = publish_entities(spark, config)
     last = None if full_refresh else _last_build(spark)
-    built = all(spark.catalog.tableExists(t) for t in SILVER_TABLES)
+    built = all(table_exists(spark, t) for t in SILVER_TABLES)
     unchanged = (
         built and last is not None and last == (bronze, fingerprint, _silver_versions(spark))
     )

@@ -11,6 +11,7 @@ import json
 
 from pyspark.sql import DataFrame, SparkSession
 
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import LakehouseConfig
 
 ENTITIES_TABLE = "lakehouse.entities"
@@ -38,7 +39,7 @@ def entities_fingerprint(config: LakehouseConfig) -> str:
 
 
 def _published_fingerprint(spark: SparkSession) -> str | None:
-    if not spark.catalog.tableExists(ENTITIES_TABLE):
+    if not table_exists(spark, ENTITIES_TABLE):
         return None
     found = spark.sql(f"show tblproperties {ENTITIES_TABLE} ('{_FINGERPRINT}')").first()
     return None if found is None else str(found["value"])

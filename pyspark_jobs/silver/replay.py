@@ -31,6 +31,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE, change_log_inserts
@@ -130,7 +131,7 @@ def replay_rejects(
     dbt fails (the rejects are then left as they were)."""
     for name in source_names:
         config.source(name)  # an unknown name is a ConfigError before anything runs
-    if not spark.catalog.tableExists(REJECTS_TABLE):
+    if not table_exists(spark, REJECTS_TABLE):
         log(f"replay-rejects: no {REJECTS_TABLE} yet (silver was never built)")
         return ReplayReport(0, 0, 0)
     rejects = spark.table(REJECTS_TABLE)
