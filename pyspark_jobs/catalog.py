@@ -14,11 +14,17 @@ one itself). Temporary views are not tables here: every name asked is a schema's
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import SparkSession
+
+
+def table_identifier(spark: SparkSession, name: str) -> Any:
+    """The JVM ``TableIdentifier`` of ``name`` (``schema.table``), parsed as SQL names it."""
+    return spark._jsparkSession.sessionState().sqlParser().parseTableIdentifier(name)
 
 
 def table_exists(spark: SparkSession, name: str) -> bool:
     """Whether the session catalog has table (or view) ``name`` (``schema.table``)."""
-    session = spark._jsparkSession
-    state = session.sessionState()
-    return bool(state.catalog().tableExists(state.sqlParser().parseTableIdentifier(name)))
+    state = spark._jsparkSession.sessionState()
+    return bool(state.catalog().tableExists(table_identifier(spark, name)))

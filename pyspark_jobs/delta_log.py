@@ -17,12 +17,13 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_jobs.catalog import table_identifier
+
 
 def _delta_log(spark: SparkSession, table: str) -> Any:
     """The JVM ``DeltaLog`` of the catalog table ``table``."""
-    session = spark._jsparkSession
-    identifier = session.sessionState().sqlParser().parseTableIdentifier(table)
-    return spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, identifier)  # type: ignore[union-attr]
+    delta_log = spark._jvm.org.apache.spark.sql.delta.DeltaLog  # type: ignore[union-attr]
+    return delta_log.forTable(spark._jsparkSession, table_identifier(spark, table))
 
 
 def current_snapshot(spark: SparkSession, table: str) -> Any:
