@@ -14,21 +14,36 @@ records as (
     {{ bronze_records('cassandra') }}
 ),
 
+{#
+    Each value is parsed once for its fields and once for its `source` block, by
+    json_tuple (macro json_tuple_field says why, and what it keeps exact).
+#}
+parsed_fields as (
+    select *
+    from records
+        lateral view outer json_tuple(value, 'op', 'after', 'source') v as v_op, v_after, v_source
+        lateral view outer json_tuple(
+            v_source, 'keyspace', 'table', 'file', 'pos', 'position', 'ts_ms'
+        ) s as s_keyspace, s_table, s_file, s_pos, s_position, s_ts_ms
+),
+
 fields as (
     select
         *,
         json_object_keys(value) as event_fields,
         json_object_keys(key) as key_columns,
-        get_json_object(value, '$.op') as cql_op,
-        get_json_object(value, '$.after') as after_cells,
-        get_json_object(value, '$.source.keyspace') as keyspace,
-        get_json_object(value, '$.source.table') as table_name,
-        get_json_object(value, '$.source.file') as commitlog_file,
+        {{ json_tuple_field('v_op', 'value', '$.op') }} as cql_op,
+        {{ json_tuple_field('v_after', 'value', '$.after') }} as after_cells,
+        {{ json_tuple_field('s_keyspace', 'value', '$.source.keyspace') }} as keyspace,
+        {{ json_tuple_field('s_table', 'value', '$.source.table') }} as table_name,
+        {{ json_tuple_field('s_file', 'value', '$.source.file') }} as commitlog_file,
         coalesce(
-            get_json_object(value, '$.source.pos'), get_json_object(value, '$.source.position')
+            {{ json_tuple_field('s_pos', 'value', '$.source.pos') }},
+            {{ json_tuple_field('s_position', 'value', '$.source.position') }}
         ) as commitlog_pos,
-        try_cast(get_json_object(value, '$.source.ts_ms') as bigint) as write_ts_us
-    from records
+        try_cast({{ json_tuple_field('s_ts_ms', 'value', '$.source.ts_ms') }} as bigint)
+            as write_ts_us
+    from parsed_fields
 ),
 
 cells as (

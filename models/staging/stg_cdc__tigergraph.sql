@@ -23,18 +23,32 @@ records as (
     {{ bronze_records('tigergraph') }}
 ),
 
+{#
+    Each value is parsed once for its fields, by json_tuple (macro json_tuple_field says
+    why, and what it keeps exact).
+#}
+parsed_fields as (
+    select *
+    from records
+        lateral view outer json_tuple(
+            value, 'mid', 'operator', 'type', 'typename', 'content', 'timestamp', 'hasreverseedge'
+        ) v as v_mid, v_operator, v_type, v_typename, v_content, v_timestamp, v_hasreverseedge
+),
+
 fields as (
     select
         *,
         json_object_keys(value) as value_fields,
-        get_json_object(value, '$.mid') as mid,
-        get_json_object(value, '$.operator') as operator,
-        get_json_object(value, '$.type') as message_type,
-        get_json_object(value, '$.typename') as typename,
-        get_json_object(value, '$.content') as content,
-        try_cast(get_json_object(value, '$.timestamp') as bigint) as commit_ms,
-        try_cast(get_json_object(value, '$.hasreverseedge') as boolean) as has_reverse_edge
-    from records
+        {{ json_tuple_field('v_mid', 'value', '$.mid') }} as mid,
+        {{ json_tuple_field('v_operator', 'value', '$.operator') }} as operator,
+        {{ json_tuple_field('v_type', 'value', '$.type') }} as message_type,
+        {{ json_tuple_field('v_typename', 'value', '$.typename') }} as typename,
+        {{ json_tuple_field('v_content', 'value', '$.content') }} as content,
+        try_cast({{ json_tuple_field('v_timestamp', 'value', '$.timestamp') }} as bigint)
+            as commit_ms,
+        try_cast({{ json_tuple_field('v_hasreverseedge', 'value', '$.hasreverseedge') }} as boolean)
+            as has_reverse_edge
+    from parsed_fields
 ),
 
 mids as (

@@ -10,8 +10,9 @@ import jinja2
 MACROS = Path(__file__).resolve().parents[2] / "macros"
 
 
-def macro_sql(name: str, *arguments: str) -> str:
-    """The SQL of the macro ``name`` (defined in ``macros/<name>.sql``) over these
+def macro_sql(name: str, *arguments: str, file: str | None = None) -> str:
+    """The SQL of the macro ``name`` (defined in ``macros/<file or name>.sql``) over these
     argument expressions."""
-    module = jinja2.Environment().from_string((MACROS / f"{name}.sql").read_text()).module
+    path = MACROS / f"{file or name}.sql"
+    module = jinja2.Environment().from_string(path.read_text()).module
     return str(getattr(module, name)(*arguments))
