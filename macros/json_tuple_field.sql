@@ -6,12 +6,19 @@
     get_json_object per field parses the text again for each (on the bench's Debezium
     records that was most of the staging view's time: docs/performance.md). The two
     read every field the same way (the text of strings, numbers written back as Spark
-    reads them, nested values as compact JSON) except a name given twice in one object:
-    get_json_object takes the first, json_tuple the last. For a record whose value
-    names a field twice (`field_twice_within` = 'value', rejected anyway) or is too
-    large to be checked for that (over 16 MiB: bronze_records), the field is read again
-    with get_json_object, so the staged change, and the reason it is rejected, stay what
-    they were field by field.
+    reads them, nested values as compact JSON) except in two cases, where the field is
+    read again with get_json_object so that the staged change, and the reason it is
+    rejected, stay what they were field by field:
+    - a name given twice in one object: get_json_object takes the first, json_tuple the
+      last. Read again when the value names a field twice (`field_twice_within` =
+      'value', rejected anyway) or is too large to be checked for that
+      (too_large_to_check: over 16 MiB);
+    - a field read through a json_tuple of its parent's text (`path` below the top, or
+      `json` not the value itself): a parent that is a string holding object text, e.g.
+      "source": "{\"db\": \"a\"}", gives the same text as an object would, and json_tuple
+      reads into it where get_json_object finds no field. Read again when the value may
+      hold a string that starts like an object (`object_text_in_a_string`, from
+      bronze_records).
 
     Arguments:
       column: the column json_tuple gave the field, e.g. 'dbz_op'.
@@ -19,8 +26,14 @@
       path: the field's get_json_object path within `json`, e.g. '$.op'.
 #}
 {% macro json_tuple_field(column, json, path) -%}
+    {%- set through_a_parent = json != 'value' or path.count('.') > 1 -%}
     case
-        when field_twice_within = 'value' or octet_length(value) > 16777216
+        when
+            field_twice_within = 'value'
+            or {{ too_large_to_check('value') }}
+            {%- if through_a_parent %}
+            or object_text_in_a_string
+            {%- endif %}
             then get_json_object({{ json }}, '{{ path }}')
         else {{ column }}
     end

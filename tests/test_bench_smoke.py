@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -112,6 +113,28 @@ def test_the_rss_sampler_outlives_a_process_that_ends_while_it_looks(monkeypatch
     assert tree_rss_bytes(os.getpid()) > 0
     monkeypatch.setattr(Path, "glob", vanished)
     assert tree_rss_bytes(os.getpid()) > 0  # the root itself, without its children
+
+
+def test_the_rss_sampler_counts_a_child_sharing_its_parents_memory_once():
+    # The JVM's posix_spawn children share its address space until they exec, and /proc
+    # shows each with the JVM's whole RSS. A forked child that never execs is the same
+    # case (its pages are its parent's until written): the tree is counted once.
+    held = 256 * 2**20
+    code = (
+        f"import os, sys, time; b = bytearray({held}); b[::4096] = b'x' * len(b[::4096]);"
+        "pid = os.fork(); print('ready', flush=True) if pid else None; time.sleep(60)"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True
+    ) as process:
+        try:
+            assert process.stdout is not None and process.stdout.readline() == b"ready\n"
+            rss = tree_rss_bytes(process.pid)
+            assert held <= rss < 1.5 * held
+            # a child that runs a program of its own (this test's child) is counted
+            assert tree_rss_bytes(os.getpid()) > rss
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def test_differences_counts_rows_only_on_one_side(spark: SparkSession):

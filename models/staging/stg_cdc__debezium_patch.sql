@@ -21,22 +21,34 @@ records as (
     {{ bronze_records('debezium_patch') }}
 ),
 
+{#
+    Each value is parsed once for the request's fields (macro json_tuple_field says why);
+    the entity id is read apart (json_key_field), as a key.
+#}
+envelope as (
+    select *
+    from records
+        lateral view outer json_tuple(
+            value, 'collection', 'clientid', 'request', 'part', 'begun', 'ops'
+        ) v as v_collection, v_clientid, v_request, v_part, v_begun, v_ops
+),
+
 fields as (
     select
         *,
         json_object_keys(value) as value_fields,
-        get_json_object(value, '$.collection') as collection,
+        {{ json_tuple_field('v_collection', 'value', '$.collection') }} as collection,
         {{ json_key_field('value', '$.entity') }} as entity_id,
         {# An entity id is a JSON string or number; get_json_object reads true and "true" alike. #}
         get_json_object(value, '$.entity') in ('true', 'false')
         and schema_of_variant(try_variant_get(try_parse_json(value), '$.entity')) = 'BOOLEAN'
             as entity_is_boolean,
-        get_json_object(value, '$.clientid') as client_id,
-        try_cast(get_json_object(value, '$.request') as bigint) as request,
-        try_cast(get_json_object(value, '$.part') as bigint) as part,
-        try_cast(get_json_object(value, '$.begun') as bigint) as begun_ms,
-        from_json(get_json_object(value, '$.ops'), 'array<string>') as ops
-    from records
+        {{ json_tuple_field('v_clientid', 'value', '$.clientid') }} as client_id,
+        try_cast({{ json_tuple_field('v_request', 'value', '$.request') }} as bigint) as request,
+        try_cast({{ json_tuple_field('v_part', 'value', '$.part') }} as bigint) as part,
+        try_cast({{ json_tuple_field('v_begun', 'value', '$.begun') }} as bigint) as begun_ms,
+        from_json({{ json_tuple_field('v_ops', 'value', '$.ops') }}, 'array<string>') as ops
+    from envelope
 ),
 
 ops as (

@@ -12,18 +12,33 @@ records as (
     {{ bronze_records('goldengate') }}
 ),
 
+{# Each value is parsed once for its fields (macro json_tuple_field says why). #}
+envelope as (
+    select *
+    from records
+        lateral view outer json_tuple(
+            value, 'op_type', 'before', 'after', 'table', 'op_ts', 'pos'
+        ) v as v_op_type, v_before, v_after, v_table, v_op_ts, v_pos
+),
+
+read_fields as (
+    select
+        *,
+        {{ json_tuple_field('v_op_type', 'value', '$.op_type') }} as gg_op,
+        {{ json_tuple_field('v_before', 'value', '$.before') }} as before_image,
+        {{ json_tuple_field('v_after', 'value', '$.after') }} as after_image,
+        {{ json_tuple_field('v_table', 'value', '$.table') }} as table_name,
+        {{ json_tuple_field('v_op_ts', 'value', '$.op_ts') }} as op_ts,
+        {{ json_tuple_field('v_pos', 'value', '$.pos') }} as pos_text
+    from envelope
+),
+
 fields as (
     select
         *,
         json_object_keys(value) as value_fields,
-        get_json_object(value, '$.op_type') as gg_op,
-        get_json_object(value, '$.before') as before_image,
-        get_json_object(value, '$.after') as after_image,
-        get_json_object(value, '$.table') as table_name,
-        get_json_object(value, '$.op_ts') as op_ts,
-        get_json_object(value, '$.pos') as pos_text,
-        try_cast(get_json_object(value, '$.pos') as bigint) as pos
-    from records
+        try_cast(pos_text as bigint) as pos
+    from read_fields
 ),
 
 final as (

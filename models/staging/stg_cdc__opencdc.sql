@@ -19,17 +19,32 @@ records as (
     {{ bronze_records('opencdc') }}
 ),
 
+{#
+    Each value is parsed once for its fields and once for its payload (macro
+    json_tuple_field says why).
+#}
+envelope as (
+    select *
+    from records
+        lateral view outer json_tuple(
+            value, 'operation', 'position', 'key', 'payload', 'metadata'
+        ) v as v_operation, v_position, v_key, v_payload, v_metadata
+        lateral view outer json_tuple(v_payload, 'before', 'after') p as p_before, p_after
+),
+
 fields as (
     select
         *,
         json_object_keys(value) as value_fields,
-        get_json_object(value, '$.operation') as cdc_op,
-        get_json_object(value, '$.position') as position_raw,
-        get_json_object(value, '$.key') as key_raw,
-        get_json_object(value, '$.payload.before') as before_raw,
-        get_json_object(value, '$.payload.after') as after_raw,
-        from_json(get_json_object(value, '$.metadata'), 'map<string, string>') as metadata
-    from records
+        {{ json_tuple_field('v_operation', 'value', '$.operation') }} as cdc_op,
+        {{ json_tuple_field('v_position', 'value', '$.position') }} as position_raw,
+        {{ json_tuple_field('v_key', 'value', '$.key') }} as key_raw,
+        {{ json_tuple_field('p_before', 'value', '$.payload.before') }} as before_raw,
+        {{ json_tuple_field('p_after', 'value', '$.payload.after') }} as after_raw,
+        from_json(
+            {{ json_tuple_field('v_metadata', 'value', '$.metadata') }}, 'map<string, string>'
+        ) as metadata
+    from envelope
 ),
 
 decoded as (

@@ -20,28 +20,50 @@ records as (
     {{ bronze_records('pr_update') }}
 ),
 
+{#
+    Each value is parsed once for its fields, once for its v2 `operation` and once for
+    its v1 Kafka coordinates (macro json_tuple_field says why).
+#}
+envelope as (
+    select *
+    from records
+        lateral view outer json_tuple(
+            value, 'operation', 'operationType', 'operationTimestamp', 'projectionName',
+            'storageNamespace', 'before', 'after', '__internal__kafkaInfo'
+        ) v as v_operation, v_operation_type, v_operation_ts, v_projection_name,
+        v_storage_namespace, v_before, v_after, v_kafka_info
+        lateral view outer json_tuple(v_operation, 'type', 'timestamp') o as o_type, o_timestamp
+        lateral view outer json_tuple(
+            v_kafka_info, 'topic', 'partition', 'offset'
+        ) k as k_topic, k_partition, k_offset
+),
+
 fields as (
     select
         *,
         json_object_keys(value) as value_fields,
         json_object_keys(key) as key_fields,
         coalesce(
-            get_json_object(value, '$.operation.type'), get_json_object(value, '$.operationType')
+            {{ json_tuple_field('o_type', 'value', '$.operation.type') }},
+            {{ json_tuple_field('v_operation_type', 'value', '$.operationType') }}
         ) as operation_type,
         coalesce(
-            get_json_object(value, '$.operation.timestamp'),
-            get_json_object(value, '$.operationTimestamp')
+            {{ json_tuple_field('o_timestamp', 'value', '$.operation.timestamp') }},
+            {{ json_tuple_field('v_operation_ts', 'value', '$.operationTimestamp') }}
         ) as operation_ts_text,
         coalesce(
-            get_json_object(value, '$.projectionName'),
-            get_json_object(value, '$.storageNamespace')
+            {{ json_tuple_field('v_projection_name', 'value', '$.projectionName') }},
+            {{ json_tuple_field('v_storage_namespace', 'value', '$.storageNamespace') }}
         ) as projection,
-        get_json_object(value, '$.before') as before_image,
-        get_json_object(value, '$.after') as after_image,
-        get_json_object(value, '$.__internal__kafkaInfo.topic') as ingestion_topic,
-        get_json_object(value, '$.__internal__kafkaInfo.partition') as ingestion_partition,
-        get_json_object(value, '$.__internal__kafkaInfo.offset') as ingestion_offset
-    from records
+        {{ json_tuple_field('v_before', 'value', '$.before') }} as before_image,
+        {{ json_tuple_field('v_after', 'value', '$.after') }} as after_image,
+        {{ json_tuple_field('k_topic', 'value', '$.__internal__kafkaInfo.topic') }}
+            as ingestion_topic,
+        {{ json_tuple_field('k_partition', 'value', '$.__internal__kafkaInfo.partition') }}
+            as ingestion_partition,
+        {{ json_tuple_field('k_offset', 'value', '$.__internal__kafkaInfo.offset') }}
+            as ingestion_offset
+    from envelope
 ),
 
 typed as (

@@ -32,8 +32,14 @@ SCALARS = st.sampled_from(
         '"\\ud800"',
         '""',
         "[1, 2 , {}]",
+        # Strings holding object text: json_tuple reads into them, get_json_object does not.
+        '"{\\"db\\": \\"a\\", \\"lsn\\": 1}"',
+        '" \\u007b\\"op\\":\\"c\\"}"',
+        "'{\"db\": 2}'",
+        '"{\\"op\\": 1, \\"db\\": 1, \\"op\\": 2}"',
     ]
 )
+READS = ("t_op", "t_after", "s_db", "s_lsn", "a_db", "a_op")
 NAMES = st.sampled_from(["op", "after", "source", "db", "lsn", "OP"])
 
 
@@ -54,29 +60,39 @@ VALUES = st.one_of(
 
 
 def reads_sql() -> str:
-    """The macro over a json_tuple of the value and one of its `source` block, as the
-    Debezium and Cassandra staging models use it, beside get_json_object's reading."""
-    twice = macro_sql("names_a_field_twice", "value", file="bronze_records")
+    """The macro over a json_tuple of the value, one of its `source` block (a path below
+    the top) and one of its `after` text (a field of a part of the value, as Debezium's
+    wrapped events are read), beside get_json_object's reading."""
+    twice = macro_sql("names_a_field_twice", "value")
+    object_text = macro_sql("string_starts_like_an_object", "value")
     fields = {
         "t_op": "$.op",
         "t_after": "$.after",
         "s_db": "$.source.db",
         "s_lsn": "$.source.lsn",
     }
+    after = "get_json_object(value, '$.after')"
+    reads = [(column, "value", path) for column, path in fields.items()]
+    reads += [("a_db", after, "$.db"), ("a_op", after, "$.op")]
     pairs = ",\n".join(
-        f"{macro_sql('json_tuple_field', column, 'value', path)} as {column}_read,"
-        f" get_json_object(value, '{path}') as {column}_reference"
-        for column, path in fields.items()
+        f"{macro_sql('json_tuple_field', column, json, path)} as {column}_read,"
+        f" get_json_object({json}, '{path}') as {column}_reference"
+        for column, json, path in reads
     )
     return f"""
         select i, {pairs}
         from (
-            select i, value, case when {twice} then 'value' end as field_twice_within
+            select
+                i,
+                value,
+                case when {twice} then 'value' end as field_twice_within,
+                {object_text} as object_text_in_a_string
             from generated
         )
         lateral view outer json_tuple(value, 'op', 'after', 'source') t
             as t_op, t_after, t_source
         lateral view outer json_tuple(t_source, 'db', 'lsn') s as s_db, s_lsn
+        lateral view outer json_tuple(t_after, 'db', 'op') a as a_db, a_op
     """
 
 
@@ -97,7 +113,7 @@ def test_each_field_reads_as_get_json_object_reads_it(
 
     assert len(rows) == len(values)
     for row in rows:
-        for column in ("t_op", "t_after", "s_db", "s_lsn"):
+        for column in READS:
             assert row[f"{column}_read"] == row[f"{column}_reference"], (
                 values[row["i"]],
                 column,
@@ -115,3 +131,23 @@ def test_a_name_given_twice_reads_the_first_as_get_json_object_does(spark: Spark
         "select t.* from generated lateral view json_tuple(value, 'op') t as op"
     ).collect()
     assert direct[0]["op"] == "x"
+
+
+def test_a_string_holding_object_text_is_no_object_as_get_json_object_reads_it(
+    spark: SparkSession,
+):
+    # json_tuple alone reads into `source`, and takes the last `op` of the text `after`
+    # holds (the check for names given twice sees a string there): the macro reads such a
+    # value again.
+    source = '"{\\"db\\": \\"a\\"}"'
+    after = '"{\\"op\\": \\"x\\", \\"op\\": \\"y\\"}"'
+    value = f'{{"op": "c", "source": {source}, "after": {after}}}'
+    spark.createDataFrame([(0, value)], "i int, value string").createOrReplaceTempView("generated")
+    row = spark.sql(reads_sql()).collect()[0]
+
+    assert (row["s_db_read"], row["a_op_read"], row["t_op_read"]) == (None, "x", "c")
+    direct = spark.sql(
+        "select s.* from generated lateral view json_tuple(value, 'source') t as source"
+        " lateral view json_tuple(source, 'db') s as db"
+    ).collect()
+    assert direct[0]["db"] == "a"

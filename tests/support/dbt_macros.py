@@ -10,9 +10,9 @@ import jinja2
 MACROS = Path(__file__).resolve().parents[2] / "macros"
 
 
-def macro_sql(name: str, *arguments: str, file: str | None = None) -> str:
-    """The SQL of the macro ``name`` (defined in ``macros/<file or name>.sql``) over these
-    argument expressions."""
-    path = MACROS / f"{file or name}.sql"
-    module = jinja2.Environment().from_string(path.read_text()).module
+def macro_sql(name: str, *arguments: str) -> str:
+    """The SQL of the project macro ``name`` over these argument expressions. Every macro
+    of ``macros/`` is in scope, as in dbt, so a macro may call one from another file."""
+    project = "\n".join(path.read_text() for path in sorted(MACROS.glob("*.sql")))
+    module = jinja2.Environment().from_string(project).module
     return str(getattr(module, name)(*arguments))
