@@ -9,7 +9,8 @@ parent's (the same executable and command line), in its parent's memory. The JVM
 every external command (Hadoop's `chmod` for each file it writes on the local file
 system) with posix_spawn, whose child shares the JVM's address space until it execs, so
 /proc shows it with the JVM's whole RSS: a sample that caught one counted the driver
-twice (the peaks of 5.3 to 5.6 GiB of the 2026-12-03 bench, 2.6 GiB without).
+twice (docs/performance.md, 2026-12-03: the bench reported 5.47 GiB for the 1M backfill,
+which peaks at 3.34 GiB counted once).
 """
 
 from __future__ import annotations
