@@ -48,16 +48,17 @@ def _program(pid: int) -> tuple[str, bytes] | None:
 def own_memory_pids(root: int) -> list[int]:
     """``root`` and its descendants alive now, without the children that still run their
     parent's program (forked or spawned, not yet exec'd: their pages are the parent's)."""
-    pids, todo = [], [root]
+    pids, todo = [], [(root, _program(root))]
     while todo:
-        pid = todo.pop()
+        pid, program = todo.pop()
         pids.append(pid)
-        program = _program(pid)
         for child in _children(pid):
-            if program is not None and _program(child) == program:
-                todo += _children(child)  # its own children may have exec'd
+            child_program = _program(child)
+            if program is not None and child_program == program:
+                # its own children may have exec'd: they are looked at as its parent's
+                todo += [(grandchild, _program(grandchild)) for grandchild in _children(child)]
             else:
-                todo.append(child)
+                todo.append((child, child_program))
     return pids
 
 

@@ -39,7 +39,18 @@ SCALARS = st.sampled_from(
         '"{\\"op\\": 1, \\"db\\": 1, \\"op\\": 2}"',
     ]
 )
-READS = ("t_op", "t_after", "s_db", "s_lsn", "a_db", "a_op")
+AFTER = "get_json_object(value, '$.after')"
+# (column json_tuple gave, the text it read, the get_json_object path within that text):
+# the value's own fields, its `source` block's (a path below the top) and the fields of
+# its `after` text (a part of the value, as Debezium's wrapped events are read).
+READS = [
+    ("t_op", "value", "$.op"),
+    ("t_after", "value", "$.after"),
+    ("s_db", "value", "$.source.db"),
+    ("s_lsn", "value", "$.source.lsn"),
+    ("a_db", AFTER, "$.db"),
+    ("a_op", AFTER, "$.op"),
+]
 NAMES = st.sampled_from(["op", "after", "source", "db", "lsn", "OP"])
 
 
@@ -60,24 +71,13 @@ VALUES = st.one_of(
 
 
 def reads_sql() -> str:
-    """The macro over a json_tuple of the value, one of its `source` block (a path below
-    the top) and one of its `after` text (a field of a part of the value, as Debezium's
-    wrapped events are read), beside get_json_object's reading."""
+    """The macro over each of READS, beside get_json_object's reading."""
     twice = macro_sql("names_a_field_twice", "value")
     object_text = macro_sql("string_starts_like_an_object", "value")
-    fields = {
-        "t_op": "$.op",
-        "t_after": "$.after",
-        "s_db": "$.source.db",
-        "s_lsn": "$.source.lsn",
-    }
-    after = "get_json_object(value, '$.after')"
-    reads = [(column, "value", path) for column, path in fields.items()]
-    reads += [("a_db", after, "$.db"), ("a_op", after, "$.op")]
     pairs = ",\n".join(
         f"{macro_sql('json_tuple_field', column, json, path)} as {column}_read,"
         f" get_json_object({json}, '{path}') as {column}_reference"
-        for column, json, path in reads
+        for column, json, path in READS
     )
     return f"""
         select i, {pairs}
@@ -113,7 +113,7 @@ def test_each_field_reads_as_get_json_object_reads_it(
 
     assert len(rows) == len(values)
     for row in rows:
-        for column in READS:
+        for column, _, _ in READS:
             assert row[f"{column}_read"] == row[f"{column}_reference"], (
                 values[row["i"]],
                 column,
