@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -57,14 +57,22 @@ def cycle_seconds(line: str) -> float:
 
 @contextmanager
 def continuous_run(
-    lake: Path, config: Path, every: float, log: Path, timeout: float
+    lake: Path,
+    config: Path,
+    every: float,
+    log: Path,
+    timeout: float,
+    conf: Mapping[str, str] | None = None,
 ) -> Iterator[OutputLines]:
-    """``lakehouse run --every`` on ``lake`` with ``config``, its output as it arrives; on
-    leaving the block it is stopped as a user would (SIGTERM: the cycle in flight ends
-    first), its output kept in ``log``. Raises when it exits with an error."""
+    """``lakehouse run --every`` on ``lake`` with ``config`` (and the Spark settings
+    ``conf``), its output as it arrives; on leaving the block it is stopped as a user
+    would (SIGTERM: the cycle in flight ends first), its output kept in ``log``. Raises
+    when it exits with an error."""
+    settings = [arg for key, value in (conf or {}).items() for arg in ("--conf", f"{key}={value}")]
     command = [
         str(Path(sys.executable).with_name("lakehouse")),
-        "--lake-root", str(lake), "--config", str(config), "run", "--every", str(every),
+        "--lake-root", str(lake), "--config", str(config), *settings,
+        "run", "--every", str(every),
     ]  # fmt: skip
     proc = subprocess.Popen(
         command,

@@ -11,7 +11,10 @@ stage times):
 
 Part of ``make bench``; alone (a fresh lake under a temporary folder, the table printed)::
 
-    .venv/bin/python -m benchmarks.warm_cycles [--tables 24]
+    .venv/bin/python -m benchmarks.warm_cycles [--tables 24] [--event-log DIR]
+
+With ``--event-log DIR`` the run records Spark's event log there and the bench prints,
+for each timed cycle, its Spark jobs per pipeline step (``benchmarks.event_log``).
 
 Each batch is landed twice: the first cycle of a new kind of batch pays one-off costs (a
 changed dbt var makes dbt parse the project again), the second is the steady figure. A
@@ -28,12 +31,13 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from benchmarks import results
+from benchmarks import event_log, results
 from benchmarks.continuous import OutputLines, continuous_run, cycle_end, cycle_seconds
 from benchmarks.generate import BENCH_QUALITY, land_file
 from benchmarks.ours import LAYERS
@@ -121,9 +125,9 @@ def spread(tables: list[str], changes: int) -> dict[str, int]:
 
 def _cycle_applying(
     output: OutputLines, landed: float, timeout: float
-) -> tuple[float, dict[str, Any]]:
-    """The wall time and run summary of the first cycle ending after ``landed`` that
-    applied something to gold."""
+) -> tuple[float, float, dict[str, Any]]:
+    """The end (epoch seconds), wall time and run summary of the first cycle ending after
+    ``landed`` that applied something to gold."""
     after = landed
     while True:
         at, line = output.wait_for(cycle_end, after, timeout)
@@ -138,7 +142,7 @@ def _cycle_applying(
             raise RuntimeError(f"no run summary before {line!r}")
         summary = json.loads(Path(summaries[-1]).read_text())
         if any(summary["layers"].get("gold", {}).get("applied", {}).values()):
-            return cycle_seconds(line), summary
+            return at, cycle_seconds(line), summary
         after = at
 
 
@@ -162,9 +166,12 @@ def _check(
         raise RuntimeError(f"{kind}: gold holds {held} rows, expected {rows}")
 
 
-def measure_warm_cycles(folder: str, tables: int = 24, timeout: float = 1800) -> dict[str, Any]:
+def measure_warm_cycles(
+    folder: str, tables: int = 24, timeout: float = 1800, event_log_dir: Path | None = None
+) -> dict[str, Any]:
     """Run ``lakehouse run --every`` on a fresh lake of ``tables`` tables and time the
-    cycles that apply each batch (see the module docstring)."""
+    cycles that apply each batch (see the module docstring); with ``event_log_dir``, each
+    timed cycle's Spark jobs per step too (``steps``)."""
     work = Path(folder)
     landing, lake = work / "landing", work / "lake"
     config = work / "config" / "sources.yml"
@@ -178,8 +185,17 @@ def measure_warm_cycles(folder: str, tables: int = 24, timeout: float = 1800) ->
         "spread": spread(names, SPREAD_CHANGES),
     }
     figures: dict[str, Any] = {"tables": tables, "base_keys": BASE_KEYS}
+    conf = None
+    if event_log_dir is not None:
+        event_log_dir.mkdir(parents=True, exist_ok=True)
+        conf = {
+            "spark.eventLog.enabled": "true",
+            "spark.eventLog.dir": str(event_log_dir),
+            "spark.eventLog.compress": "false",
+        }
+    windows: list[tuple[dict[str, Any], float, float]] = []
     with (
-        continuous_run(lake, config, 3, work / "lakehouse.log", timeout) as output,
+        continuous_run(lake, config, 3, work / "lakehouse.log", timeout, conf) as output,
         RssSampler(output.proc.pid) as sampler,
     ):
         cold_at, cold = output.wait_for(cycle_end, 0.0, timeout)
@@ -192,9 +208,10 @@ def measure_warm_cycles(folder: str, tables: int = 24, timeout: float = 1800) ->
             for _ in range(2):
                 landed = time.time()
                 workload.write(landing, changes, now_ms=int(landed * 1000))
-                seconds, summary = _cycle_applying(output, landed, timeout)
+                ended, seconds, summary = _cycle_applying(output, landed, timeout)
                 _check(summary, changes, dict(workload.keys), kind)
                 cycles.append({"seconds": seconds, "stages": _stage_seconds(summary)})
+                windows.append((cycles[-1], ended - seconds, ended))
             figures[kind] = {
                 "changes": sum(changes.values()),
                 "tables": len(changes),
@@ -202,6 +219,14 @@ def measure_warm_cycles(folder: str, tables: int = 24, timeout: float = 1800) ->
                 "seconds": cycles[-1]["seconds"],
             }
         figures["peak_rss_bytes"] = sampler.peak(warm)
+    if event_log_dir is not None:
+        # Read once the run has ended: Spark has written the last cycle's events by then.
+        events = list(event_log.read_events(event_log_dir))
+        for cycle, start, end in windows:
+            cost = event_log.step_costs(events, start, end)
+            cycle["steps"] = [asdict(step) for step in cost.steps]
+            cycle["driver_only_seconds"] = cost.driver_only_seconds
+            cycle["steps_table"] = event_log.table(cost)
     return figures
 
 
@@ -212,11 +237,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--tables", type=int, default=24, help="tables (default 24)")
     parser.add_argument("--work", type=Path, help="folder for the lake (default: temporary)")
+    parser.add_argument(
+        "--event-log",
+        type=Path,
+        metavar="DIR",
+        help="record Spark's event log in DIR and print each timed cycle's jobs per step",
+    )
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="lakehouse-warm-"))
-    figures = measure_warm_cycles(str(work), tables=args.tables)
+    figures = measure_warm_cycles(str(work), tables=args.tables, event_log_dir=args.event_log)
+    tables = {
+        f"{kind} cycle {n}": cycle.pop("steps_table")
+        for kind in ("one_table", "spread")
+        for n, cycle in enumerate(figures[kind]["cycles"], start=1)
+        if "steps_table" in cycle
+    }
     print(json.dumps(figures, indent=2, sort_keys=True))
     print("\n".join(results.warm_cycles_table(figures)))
+    for name, lines in tables.items():
+        print(f"\n{name}: Spark jobs per step (benchmarks.event_log)\n" + "\n".join(lines))
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -13,7 +13,9 @@ _DESCRIPTION = "spark.job.description"
 @contextmanager
 def named_jobs(spark: SparkSession, name: str) -> Iterator[None]:
     """Describe every Spark job this thread starts inside the block as ``name``, so a
-    run's cost can be read per step (``make bench`` reads it from the event log)."""
+    run's cost can be read per step from Spark's event log (``benchmarks.event_log``).
+    Threads started inside the block name their jobs the same only through
+    ``pyspark.inheritable_thread_target``."""
     context = spark.sparkContext
     before = context.getLocalProperty(_DESCRIPTION)
     context.setJobDescription(name)

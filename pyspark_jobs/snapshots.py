@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from delta.tables import DeltaTable
+from pyspark import inheritable_thread_target
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.delta_log import holds_files
@@ -37,5 +38,6 @@ def load_snapshots(
             # state every later scan and MERGE of the table starts from.
             DeltaTable.forName(spark, name).detail().collect()
 
+    # The loads' Spark jobs carry the caller's step name (``job_names``), not none.
     with ThreadPoolExecutor(max_workers=max(1, min(LOAD_THREADS, len(names)))) as pool:
-        list(pool.map(load, names))
+        list(pool.map(inheritable_thread_target(load), names))
