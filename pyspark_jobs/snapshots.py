@@ -5,18 +5,25 @@ one table at a time (inside gold's folds and MERGEs, or as the gold gate names e
 table), those loads (a log listing, a state reconstruction job, a file listing) run back
 to back; they are independent, so a step loads them concurrently before it starts
 (``spark.databricks.delta`` caches them per table for the session).
+
+A step that reads many small tables in one query (the gold gate) goes further with
+``read_tables``: each small table is loaded, planned and read on the pool, so the query
+over them plans a few in-memory relations instead of a Delta scan per table, one after
+the other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from delta.tables import DeltaTable
 from pyspark import inheritable_thread_target
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
-from pyspark_jobs.delta_log import holds_files
+from pyspark_jobs.delta_log import holds_files, table_bytes
+from pyspark_jobs.materialize import materialized
+from pyspark_jobs.small_inputs import threshold_bytes
 
 # Mostly waiting on the driver's Delta log work: a few overlap well on two cores.
 LOAD_THREADS = 6
@@ -41,3 +48,27 @@ def load_snapshots(
     # The loads' Spark jobs carry the caller's step name (``job_names``), not none.
     with ThreadPoolExecutor(max_workers=max(1, min(LOAD_THREADS, len(names)))) as pool:
         list(pool.map(inheritable_thread_target(load), names))
+
+
+def read_tables(
+    spark: SparkSession, reads: Mapping[str, Callable[[DataFrame], DataFrame]]
+) -> dict[str, DataFrame]:
+    """``read(spark.table(name))`` for each ``name -> read`` of ``reads``, concurrently.
+
+    A small table's frame (at most ``small_inputs.threshold_bytes`` by Delta's log) comes
+    back materialized: its snapshot load, scan planning and read ran on the pool. A large
+    table's comes back lazy, its snapshot loaded: reading it twice would cost more than
+    planning its scan in the caller's query.
+    """
+    threshold = threshold_bytes(spark)
+
+    def read(name: str) -> DataFrame:
+        size = table_bytes(spark, name)
+        if threshold > 0 and size is not None and size <= threshold:
+            return materialized(reads[name](spark.table(name)))
+        DeltaTable.forName(spark, name).detail().collect()
+        return reads[name](spark.table(name))
+
+    names = list(reads)
+    with ThreadPoolExecutor(max_workers=max(1, min(LOAD_THREADS, len(names)))) as pool:
+        return dict(zip(names, pool.map(inheritable_thread_target(read), names), strict=True))

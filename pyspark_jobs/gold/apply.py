@@ -47,7 +47,7 @@ from pyspark_jobs.gold.change_feed import (
 from pyspark_jobs.gold.fold_inputs import gather
 from pyspark_jobs.gold.folds import FAMILIES
 from pyspark_jobs.gold.folds.events import KEY
-from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY, materialized
+from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY
 from pyspark_jobs.gold.merge import (
     MergeMetrics,
     expire_tombstones,
@@ -88,6 +88,7 @@ from pyspark_jobs.gold.tables import (
 )
 from pyspark_jobs.gold.validation import reject_reason
 from pyspark_jobs.job_names import named_jobs
+from pyspark_jobs.materialize import materialized
 from pyspark_jobs.small_inputs import interpreted_when_small
 from pyspark_jobs.snapshots import load_snapshots
 

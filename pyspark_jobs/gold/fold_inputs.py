@@ -20,11 +20,12 @@ from pyspark_jobs.empty_frames import empty_frame
 from pyspark_jobs.gold.change_feed import change_log_as_of
 from pyspark_jobs.gold.folds import FoldFamily, FoldInputs
 from pyspark_jobs.gold.folds.events import KEY, sorted_history
-from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY, materialized
+from pyspark_jobs.gold.folds.shared import TABLE_WIDE_KEY
 from pyspark_jobs.gold.images import current_images
 from pyspark_jobs.gold.table_specs import GoldTable, specs_frame
 from pyspark_jobs.gold.tables import TOMBSTONES_TABLE
 from pyspark_jobs.gold.typed_values import declared_types
+from pyspark_jobs.materialize import materialized
 
 
 def keys_of(changes: DataFrame) -> DataFrame:

@@ -44,7 +44,6 @@ from pyspark_jobs.gold.change_feed import (
     record_progress,
 )
 from pyspark_jobs.gold.folds import FAMILIES
-from pyspark_jobs.gold.folds.shared import materialized
 from pyspark_jobs.gold.images import table_images
 from pyspark_jobs.gold.merge import typed_rows
 from pyspark_jobs.gold.scd2_history import create_history_table
@@ -52,6 +51,7 @@ from pyspark_jobs.gold.staging import stage
 from pyspark_jobs.gold.table_specs import GoldTable, gold_tables, specs_frame
 from pyspark_jobs.gold.tables import SEQ_TYPE, TOMBSTONES_TABLE, create_gold_table
 from pyspark_jobs.gold.typed_values import declared_types
+from pyspark_jobs.materialize import materialized
 from pyspark_jobs.storage import create_table_if_missing
 
 REBUILDS_TABLE = "lakehouse.gold_rebuilds"

@@ -74,6 +74,7 @@ CODE_FILES = (
     "pyspark_jobs/gold/tables.py",
     "pyspark_jobs/gold/staging.py",
     "pyspark_jobs/snapshots.py",
+    "pyspark_jobs/materialize.py",
     "pyspark_jobs/config.py",
 )
 PACKAGES = ("great_expectations", "pyspark", "delta-spark", "pandas")

@@ -23,10 +23,10 @@ from pyspark_jobs.gold.apply import apply_gold
 from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE, new_changes
 from pyspark_jobs.gold.fold_inputs import gather
 from pyspark_jobs.gold.folds import FAMILIES
-from pyspark_jobs.gold.folds.shared import materialized
 from pyspark_jobs.gold.merge import insert_into_empty_gold, merge_into_gold, typed_rows
 from pyspark_jobs.gold.table_specs import gold_tables
 from pyspark_jobs.gold.tables import ensure_gold_table, ensure_state_tables
+from pyspark_jobs.materialize import materialized
 from pyspark_jobs.settings import Settings
 from tests.conftest import reset_lake
 from tests.gold.changelog import append, change, config, create_change_log, rows

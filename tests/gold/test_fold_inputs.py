@@ -11,8 +11,8 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark_jobs.empty_frames import empty_frame
 from pyspark_jobs.gold.fold_inputs import of_keys
 from pyspark_jobs.gold.folds.events import KEY
-from pyspark_jobs.gold.folds.shared import materialized
 from pyspark_jobs.gold.images import IMAGES_SCHEMA
+from pyspark_jobs.materialize import materialized
 from tests.support.spark_jobs import counted_jobs
 
 # Three gold tables' rows as ``current_images`` gives them: one frame per table, unioned.

@@ -24,6 +24,7 @@ from pyspark_jobs.quality import frames, gate_reuse, gates
 from pyspark_jobs.quality.definitions import EXPECTATIONS_DIR, LAYERS, load_checkpoint
 from pyspark_jobs.run_summary import RunSummary, format_summary
 from pyspark_jobs.settings import Settings
+from pyspark_jobs.small_inputs import THRESHOLD_KEY
 from tests.conftest import copy_of_samples, reset_lake
 from tests.quality.support import cli, latest_run, report_text, run_logged
 
@@ -210,9 +211,19 @@ def test_a_failed_validate_drops_the_kept_pass(
 def test_the_inputs_name_every_table_the_frames_read(
     first_run, spark: SparkSession, sample_config: LakehouseConfig
 ):
-    for layer in LAYERS:
-        frame = frames.build_frame(spark, sample_config, load_checkpoint(layer))
-        plan = frame._jdf.queryExecution().analyzed().toString()
+    # Nothing read ahead (``snapshots.read_tables``), so the plan names every table read.
+    spark.conf.set(THRESHOLD_KEY, "0")
+    try:
+        plans = {
+            layer: frames.build_frame(spark, sample_config, load_checkpoint(layer))
+            ._jdf.queryExecution()
+            .analyzed()
+            .toString()
+            for layer in LAYERS
+        }
+    finally:
+        spark.conf.unset(THRESHOLD_KEY)
+    for layer, plan in plans.items():
         read = set(re.findall(r"SubqueryAlias spark_catalog\.(\w+\.\w+)", plan))
         assert read == set(frames.frame_tables(sample_config, layer)), layer
         inputs = gate_reuse.gate_inputs(spark, sample_config, layer)

@@ -22,7 +22,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pyspark_jobs.gold.folds.events import EVENT_COLUMNS, as_events, expand_truncates, is_table_wide
-from pyspark_jobs.gold.folds.shared import CHANGES_TYPE, TABLE_WIDE_KEY, materialized
+from pyspark_jobs.gold.folds.shared import CHANGES_TYPE, TABLE_WIDE_KEY
+from pyspark_jobs.materialize import materialized
 
 EDGE_ENDS = ("from", "to")
 

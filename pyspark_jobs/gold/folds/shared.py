@@ -7,7 +7,6 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pyspark_jobs.array_lookups import restricted_map
-from pyspark_jobs.empty_frames import empty_frame
 from pyspark_jobs.gold.folds.inputs import FoldInputs
 from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
 from pyspark_jobs.gold.typed_values import canonical_text
@@ -40,18 +39,6 @@ NET_STATE_COLUMNS = (
     "_cell_ts",
     "_tomb_seq",
 )
-
-
-def materialized(frame: DataFrame) -> DataFrame:
-    """``frame`` computed once and kept (memory, spilling to disk), its plan cut off.
-
-    A frame the optimizer proves empty (it reads only empty local relations: a first
-    run's gold rows and tombstones) is not computed but stays an empty local relation, so
-    the plans that read it are simplified too: a checkpoint would be an RDD again."""
-    plan = frame._jdf.queryExecution().optimizedPlan()
-    if plan.getClass().getSimpleName() == "LocalRelation" and plan.data().isEmpty():
-        return empty_frame(frame.sparkSession, frame.schema)
-    return frame.localCheckpoint(eager=True)
 
 
 NET_STATE_SCHEMA = (

@@ -1,0 +1,83 @@
+"""``read_tables``: small tables come back read (materialized on the pool, their jobs in the
+caller's job group), large ones lazy with their snapshot loaded; the rows are the table's
+either way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pyspark_jobs.delta_log import table_bytes
+from pyspark_jobs.small_inputs import THRESHOLD_KEY
+from pyspark_jobs.snapshots import read_tables
+
+
+@pytest.fixture
+def two_tables(spark: SparkSession, empty_lake) -> Iterator[tuple[str, str]]:
+    spark.sql("create database if not exists scratch")
+    for name, count in (("scratch.few", 3), ("scratch.more", 2000)):
+        spark.sql(f"drop table if exists {name}")
+        table = spark.range(count).selectExpr("id", "id * 2 as twice").coalesce(1)
+        table.write.format("delta").saveAsTable(name)
+    yield "scratch.few", "scratch.more"
+    spark.conf.unset(THRESHOLD_KEY)
+
+
+def reads_a_table(frame: DataFrame) -> bool:
+    """Whether running ``frame`` still scans a table (a materialized frame reads its
+    checkpoint: a LogicalRDD)."""
+    plan = frame._jdf.queryExecution().optimizedPlan().toString()
+    return "Relation" in plan and "LogicalRDD" not in plan
+
+
+def rows(frame: DataFrame) -> list[tuple[int, int]]:
+    return sorted((r["id"], r["odd"]) for r in frame.collect())
+
+
+def only_odd(table: DataFrame) -> DataFrame:
+    return table.select("id", (F.col("twice") + 1).alias("odd"))
+
+
+def test_small_tables_are_read_on_the_pool_and_large_ones_left_lazy(
+    spark: SparkSession, two_tables: tuple[str, str]
+):
+    few, more = two_tables
+    few_bytes, more_bytes = table_bytes(spark, few), table_bytes(spark, more)
+    assert few_bytes is not None and more_bytes is not None and few_bytes < more_bytes
+    # Between the two sizes: ``few`` is small, ``more`` is not.
+    spark.conf.set(THRESHOLD_KEY, str(few_bytes))
+    group = "test_snapshots: read tables"
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        read = read_tables(spark, {few: only_odd, more: only_odd})
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert list(read) == [few, more]
+    assert not reads_a_table(read[few])
+    assert reads_a_table(read[more])
+    # The pool's jobs (the small table's read, the large one's snapshot load) ran in the
+    # caller's job group, so they carry its step name too.
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup(group)
+    assert rows(read[few]) == [(i, 2 * i + 1) for i in range(3)]
+    assert rows(read[more]) == [(i, 2 * i + 1) for i in range(2000)]
+
+
+@pytest.mark.parametrize("threshold", ["0", "1"])
+def test_a_threshold_of_0_or_below_every_size_reads_nothing_ahead(
+    spark: SparkSession, two_tables: tuple[str, str], threshold: str
+):
+    spark.conf.set(THRESHOLD_KEY, threshold)
+    read = read_tables(spark, dict.fromkeys(two_tables, only_odd))
+    assert all(reads_a_table(frame) for frame in read.values())
+    assert rows(read[two_tables[0]]) == [(i, 2 * i + 1) for i in range(3)]
+
+
+def test_under_the_default_threshold_every_small_table_is_read_ahead(
+    spark: SparkSession, two_tables: tuple[str, str]
+):
+    read = read_tables(spark, dict.fromkeys(two_tables, only_odd))
+    assert not any(reads_a_table(frame) for frame in read.values())
+    assert rows(read[two_tables[1]]) == [(i, 2 * i + 1) for i in range(2000)]
