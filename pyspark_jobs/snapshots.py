@@ -14,19 +14,21 @@ the other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from delta.tables import DeltaTable
 from pyspark import inheritable_thread_target
 from pyspark.sql import DataFrame, SparkSession
 
-from pyspark_jobs.delta_log import holds_files, table_bytes
+from pyspark_jobs.delta_log import holds_files
 from pyspark_jobs.materialize import materialized
-from pyspark_jobs.small_inputs import threshold_bytes
+from pyspark_jobs.small_inputs import all_small
 
 # Mostly waiting on the driver's Delta log work: a few overlap well on two cores.
 LOAD_THREADS = 6
+T = TypeVar("T")
 
 
 def load_snapshots(
@@ -37,17 +39,12 @@ def load_snapshots(
     step that neither scans nor merges into an empty one)."""
     always = set(tables)
     optional = set(unless_empty) - always
-    names = sorted(always | optional)
 
     def load(name: str) -> None:
         if name not in optional or holds_files(spark, name):
-            # `describe detail` reads the snapshot's state (file count and size): the same
-            # state every later scan and MERGE of the table starts from.
-            DeltaTable.forName(spark, name).detail().collect()
+            _load(spark, name)
 
-    # The loads' Spark jobs carry the caller's step name (``job_names``), not none.
-    with ThreadPoolExecutor(max_workers=max(1, min(LOAD_THREADS, len(names)))) as pool:
-        list(pool.map(inheritable_thread_target(load), names))
+    _on_pool(load, sorted(always | optional))
 
 
 def read_tables(
@@ -55,20 +52,30 @@ def read_tables(
 ) -> dict[str, DataFrame]:
     """``read(spark.table(name))`` for each ``name -> read`` of ``reads``, concurrently.
 
-    A small table's frame (at most ``small_inputs.threshold_bytes`` by Delta's log) comes
-    back materialized: its snapshot load, scan planning and read ran on the pool. A large
+    A small table's frame (``small_inputs.all_small``: by Delta's log) comes back
+    materialized: its snapshot load, scan planning and read ran on the pool. A large
     table's comes back lazy, its snapshot loaded: reading it twice would cost more than
     planning its scan in the caller's query.
     """
-    threshold = threshold_bytes(spark)
 
     def read(name: str) -> DataFrame:
-        size = table_bytes(spark, name)
-        if threshold > 0 and size is not None and size <= threshold:
+        if all_small(spark, [name]):
             return materialized(reads[name](spark.table(name)))
-        DeltaTable.forName(spark, name).detail().collect()
+        _load(spark, name)
         return reads[name](spark.table(name))
 
     names = list(reads)
+    return dict(zip(names, _on_pool(read, names), strict=True))
+
+
+def _load(spark: SparkSession, name: str) -> None:
+    # `describe detail` reads the snapshot's state (file count and size): the same state
+    # every later scan and MERGE of the table starts from.
+    DeltaTable.forName(spark, name).detail().collect()
+
+
+def _on_pool(work: Callable[[str], T], names: Sequence[str]) -> list[T]:
+    """``work(name)`` for each name on the loading pool, in order. Its Spark jobs carry
+    the caller's step name (``job_names``), not none."""
     with ThreadPoolExecutor(max_workers=max(1, min(LOAD_THREADS, len(names)))) as pool:
-        return dict(zip(names, pool.map(inheritable_thread_target(read), names), strict=True))
+        return list(pool.map(inheritable_thread_target(work), names))
