@@ -127,6 +127,55 @@ def rows_per_partition(spark: SparkSession, table: str, column: str) -> dict[str
     return None if rows is None else {str(value): n for value, n in rows}
 
 
+# What a commit that only appends rows holds besides the files it adds: its own record,
+# a streaming writer's idempotency marker, and the row-tracking watermark (a domain).
+_BESIDE_APPENDS = {"CommitInfo", "SetTransaction", "DomainMetadata"}
+
+
+def appended_rows_since(
+    spark: SparkSession, table: str, column: str, version: int, up_to: int
+) -> dict[str, int] | None:
+    """Rows per value of the partition column ``column`` that the commits after
+    ``version`` up to ``up_to`` added, from their files' record counts (no Spark job),
+    when every one of those commits only appended: files added as new data with a record
+    count and no deletion vector, none removed, no change of schema or protocol. None
+    when that cannot be told so (a delete, an OPTIMIZE, a commit cleaned from the log,
+    ``column`` not a partition column or the table mapping column names)."""
+    metadata = current_snapshot(spark, table).metadata()
+    if metadata.columnMappingMode().name() != "none" or not metadata.partitionColumns().contains(
+        column
+    ):
+        return None
+    log = _delta_log(spark, table)
+    added: dict[str, int] = {}
+    seen = version
+    try:
+        # failOnDataLoss: a commit file already cleaned up raises instead of being skipped.
+        changes = log.getChanges(version + 1, getattr(log, "getChanges$default$2")(), True)
+        while changes.hasNext():
+            commit = changes.next()
+            seen = int(commit._1())
+            if seen > up_to:
+                break
+            actions = commit._2().iterator()
+            while actions.hasNext():
+                action = actions.next()
+                kind = action.getClass().getSimpleName()
+                if kind in _BESIDE_APPENDS:
+                    continue
+                if kind != "AddFile" or not action.dataChange() or action.deletionVector():
+                    return None
+                records = json.loads(action.stats() or "{}").get("numRecords")
+                if records is None:
+                    return None
+                value = action.partitionValues().get(column)
+                key = str(value.get()) if value.isDefined() and value.get() is not None else "None"
+                added[key] = added.get(key, 0) + int(records)
+    except Exception:  # noqa: BLE001 - unknown: the caller counts again
+        return None
+    return added if seen >= up_to else None
+
+
 def row_count(spark: SparkSession, table: str) -> int | None:
     """Live rows of ``table``, counted as ``rows_per_partition`` counts them (one job over
     the file list, no data file read); None when a file has no record count."""

@@ -18,8 +18,9 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.tables import QUARANTINE_TABLE, RAW_TABLE
 from pyspark_jobs.catalog import table_exists
-from pyspark_jobs.delta_log import rows_per_partition
+from pyspark_jobs.delta_log import appended_rows_since, rows_per_partition
 from pyspark_jobs.durations import freshness_seconds, human_seconds
+from pyspark_jobs.version_memo import CommitKey, memoized
 
 
 @dataclass
@@ -51,14 +52,29 @@ class RunSummary:
 def counts_by(spark: SparkSession, table: str, column: str) -> dict[str, int]:
     """Row counts of ``table`` grouped by ``column`` (a handful of groups): from Delta's
     log when ``column`` partitions the table, so that the summary's cost does not grow
-    with the data the lake holds; else by counting the rows."""
+    with the data the lake holds; else by counting the rows. Kept in this process between
+    runs (``version_memo``): a later run adds the rows of the commits since that only
+    appended, read from their log entries, and counts again only after anything else."""
     if not table_exists(spark, table):
         return {}
-    from_log = rows_per_partition(spark, table, column)
-    if from_log is not None:
-        return from_log
-    rows = spark.table(table).groupBy(column).agg(F.count(F.lit(1)).alias("n")).collect()
-    return {str(r[column]): int(r["n"]) for r in rows}
+
+    def read() -> dict[str, int]:
+        from_log = rows_per_partition(spark, table, column)
+        if from_log is not None:
+            return from_log
+        rows = spark.table(table).groupBy(column).agg(F.count(F.lit(1)).alias("n")).collect()
+        return {str(r[column]): int(r["n"]) for r in rows}
+
+    def catch_up(
+        counts: dict[str, int], kept_at: CommitKey, now: CommitKey
+    ) -> dict[str, int] | None:
+        added = appended_rows_since(spark, table, column, kept_at.version, now.version)
+        if added is None:
+            return None
+        return {v: counts.get(v, 0) + added.get(v, 0) for v in counts.keys() | added.keys()}
+
+    counts: dict[str, int] = memoized(spark, table, f"rows per {column}", read, catch_up)
+    return dict(counts)
 
 
 def bronze_totals(spark: SparkSession) -> dict[str, Any]:

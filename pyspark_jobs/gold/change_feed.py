@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.gold.tables import PROGRESS_TABLE
+from pyspark_jobs.version_memo import memoized, own_commit
 
 CHANGE_LOG_TABLE = "silver.change_log"
 
@@ -29,7 +30,17 @@ class Progress:
 
 
 def applied_progress(spark: SparkSession) -> dict[str, Progress]:
-    """Per gold table, its latest progress row (one row per table: small)."""
+    """Per gold table, its latest progress row (one row per table: small). Kept in this
+    process while the table has no other commit than ``record_progress``'s
+    (``version_memo``): a warm cycle does not read it again."""
+    return dict(memoized(spark, PROGRESS_TABLE, _LATEST, lambda: _read_progress(spark)))
+
+
+# The name of applied_progress's value in version_memo.
+_LATEST = "latest progress"
+
+
+def _read_progress(spark: SparkSession) -> dict[str, Progress]:
     latest = (
         spark.table(PROGRESS_TABLE)
         .groupBy("table_name")
@@ -47,6 +58,18 @@ def applied_progress(spark: SparkSession) -> dict[str, Progress]:
         )
         for r in latest
     }
+
+
+def _with_recorded(
+    latest: Mapping[str, Progress], recorded: Mapping[str, Progress]
+) -> dict[str, Progress]:
+    """``latest`` after ``recorded`` was appended: a table's new row is its latest unless
+    it has a row of a higher version (the order ``_read_progress`` takes)."""
+    merged = dict(latest)
+    for table, progress in recorded.items():
+        if table not in merged or progress.version >= merged[table].version:
+            merged[table] = progress
+    return merged
 
 
 def new_changes(
@@ -107,6 +130,12 @@ def record_progress(spark: SparkSession, progress: Mapping[str, Progress]) -> No
     """Remember each table's progress (one commit for all tables of a run)."""
     if not progress:
         return
+    # Its row applied_at (now) is the newest of the table's rows at the same version.
+    with own_commit(spark, PROGRESS_TABLE, _LATEST, lambda held: _with_recorded(held, progress)):
+        _append_progress(spark, progress)
+
+
+def _append_progress(spark: SparkSession, progress: Mapping[str, Progress]) -> None:
     spark.createDataFrame(
         [(t, p.version, p.row_count, p.signature) for t, p in progress.items()],
         "table_name string, silver_version bigint, row_count bigint, signature string",

@@ -13,7 +13,9 @@ recreated, each incremental model's queries, the tests), so a pipeline cycle tha
 nothing would pay it for nothing. The declared entities are published only when they
 changed (``entity_registry``), and each successful build is recorded in
 ``lakehouse.silver_builds`` with the bronze version it read, a fingerprint of the dbt
-project's files and the versions of the silver tables it left, tested:
+project's files and the versions of the silver tables it left, tested (a continuous run
+keeps the newest record in memory while that table has no other commit than its own:
+``version_memo``):
 
 - same bronze version, fingerprint and silver versions as the last build, same entities:
   nothing to do;
@@ -83,6 +85,7 @@ from pyspark_jobs.silver.dbt_runner import DbtFailed, lost_a_commit_race, run_db
 from pyspark_jobs.silver.entity_registry import publish_entities
 from pyspark_jobs.small_inputs import interpreted_when_small
 from pyspark_jobs.storage import clear_killed_creation
+from pyspark_jobs.version_memo import memoized, own_commit
 
 BUILDS_TABLE = "lakehouse.silver_builds"
 # The keyed changes of a build, stored once for both silver models
@@ -219,7 +222,18 @@ def _silver_versions(spark: SparkSession) -> str:
     return ",".join(f"{t}={latest_version(spark, t)}" for t in SILVER_TABLES)
 
 
+# The name of the newest build in version_memo.
+_NEWEST = "newest build"
+
+
 def _last_build(spark: SparkSession) -> tuple[int, str, str | None] | None:
+    """The newest build's bronze version, fingerprint and silver versions. Kept in this
+    process while the table has no other commit than ``_record_build``'s
+    (``version_memo``): a warm cycle does not read it again."""
+    return memoized(spark, BUILDS_TABLE, _NEWEST, lambda: _read_last_build(spark))
+
+
+def _read_last_build(spark: SparkSession) -> tuple[int, str, str | None] | None:
     # One row: the newest build.
     row = (
         spark.table(BUILDS_TABLE)
@@ -281,17 +295,24 @@ def build_silver(
         else nullcontext()
     ):
         _run_dbt_winning_commit_races(settings, args, bounds, log)
-    spark.createDataFrame(
-        [(bronze, fingerprint, kind, _silver_versions(spark))],
-        "bronze_version bigint, fingerprint string, kind string, silver_versions string",
-    ).select(
-        "bronze_version",
-        "fingerprint",
-        "kind",
-        F.current_timestamp().alias("built_at"),
-        "silver_versions",
-    ).write.format("delta").mode("append").saveAsTable(BUILDS_TABLE)
+    _record_build(spark, bronze, fingerprint, kind)
     return SilverBuild(kind, bronze)
+
+
+def _record_build(spark: SparkSession, bronze: int, fingerprint: str, kind: str) -> None:
+    """Append a successful build; its ``built_at`` (now) makes it the newest."""
+    versions = _silver_versions(spark)
+    with own_commit(spark, BUILDS_TABLE, _NEWEST, lambda _: (bronze, fingerprint, versions)):
+        spark.createDataFrame(
+            [(bronze, fingerprint, kind, versions)],
+            "bronze_version bigint, fingerprint string, kind string, silver_versions string",
+        ).select(
+            "bronze_version",
+            "fingerprint",
+            "kind",
+            F.current_timestamp().alias("built_at"),
+            "silver_versions",
+        ).write.format("delta").mode("append").saveAsTable(BUILDS_TABLE)
 
 
 def _batch_narrowing(
