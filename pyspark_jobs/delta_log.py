@@ -11,6 +11,7 @@ against 0.4 s here (1.5 s against 0.3 s once warm).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,26 +89,42 @@ def files_added_since(
         return None
     if snapshot.version() <= version:
         return []
-    log = _delta_log(spark, table)
     added: list[AddedFile] = []
     try:
-        # failOnDataLoss: a commit file already cleaned up raises instead of being skipped.
-        changes = log.getChanges(version + 1, getattr(log, "getChanges$default$2")(), True)
-        while changes.hasNext():
-            actions = changes.next()._2().iterator()
-            while actions.hasNext():
-                action = actions.next()
-                if action.getClass().getSimpleName() != "AddFile" or not action.dataChange():
-                    continue
-                values: dict[str, str | None] = {}
-                pairs = action.partitionValues().iterator()
-                while pairs.hasNext():
-                    pair = pairs.next()
-                    values[str(pair._1())] = None if pair._2() is None else str(pair._2())
-                added.append(AddedFile(values, action.stats()))
+        for _, action in _actions_after(spark, table, version):
+            if action.getClass().getSimpleName() != "AddFile" or not action.dataChange():
+                continue
+            values: dict[str, str | None] = {}
+            pairs = action.partitionValues().iterator()
+            while pairs.hasNext():
+                pair = pairs.next()
+                values[str(pair._1())] = None if pair._2() is None else str(pair._2())
+            added.append(AddedFile(values, action.stats()))
     except Exception:  # noqa: BLE001 - unknown: the caller reads everything
         return None
     return added
+
+
+def _actions_after(spark: SparkSession, table: str, version: int) -> Iterator[tuple[int, Any]]:
+    """(commit version, JVM action) of every commit after ``version``, from the commit
+    files; raises when one of them was already cleaned from the log."""
+    log = _delta_log(spark, table)
+    # failOnDataLoss: a commit file already cleaned up raises instead of being skipped.
+    changes = log.getChanges(version + 1, getattr(log, "getChanges$default$2")(), True)
+    while changes.hasNext():
+        commit = changes.next()
+        committed = int(commit._1())
+        actions = commit._2().iterator()
+        while actions.hasNext():
+            yield committed, actions.next()
+
+
+def _partitions_by(metadata: Any, column: str) -> bool:
+    """Whether ``column`` partitions the table and its files name it so (with column
+    mapping the file list names partitions by physical names)."""
+    return metadata.columnMappingMode().name() == "none" and bool(
+        metadata.partitionColumns().contains(column)
+    )
 
 
 def rows_per_partition(spark: SparkSession, table: str, column: str) -> dict[str, int] | None:
@@ -117,11 +134,7 @@ def rows_per_partition(spark: SparkSession, table: str, column: str) -> dict[str
     no data file read. None when that cannot be told: ``column`` is not a partition
     column, the table maps column names, or a file has no record count."""
     snapshot = current_snapshot(spark, table)
-    metadata = snapshot.metadata()
-    # With column mapping the file list names partitions by physical names.
-    if metadata.columnMappingMode().name() != "none" or not metadata.partitionColumns().contains(
-        column
-    ):
+    if not _partitions_by(snapshot.metadata(), column):
         return None
     rows = _live_rows(spark, snapshot, F.col("partitionValues")[column])
     return None if rows is None else {str(value): n for value, n in rows}
@@ -141,36 +154,25 @@ def appended_rows_since(
     count and no deletion vector, none removed, no change of schema or protocol. None
     when that cannot be told so (a delete, an OPTIMIZE, a commit cleaned from the log,
     ``column`` not a partition column or the table mapping column names)."""
-    metadata = current_snapshot(spark, table).metadata()
-    if metadata.columnMappingMode().name() != "none" or not metadata.partitionColumns().contains(
-        column
-    ):
+    if not _partitions_by(current_snapshot(spark, table).metadata(), column):
         return None
-    log = _delta_log(spark, table)
     added: dict[str, int] = {}
     seen = version
     try:
-        # failOnDataLoss: a commit file already cleaned up raises instead of being skipped.
-        changes = log.getChanges(version + 1, getattr(log, "getChanges$default$2")(), True)
-        while changes.hasNext():
-            commit = changes.next()
-            seen = int(commit._1())
+        for seen, action in _actions_after(spark, table, version):
             if seen > up_to:
                 break
-            actions = commit._2().iterator()
-            while actions.hasNext():
-                action = actions.next()
-                kind = action.getClass().getSimpleName()
-                if kind in _BESIDE_APPENDS:
-                    continue
-                if kind != "AddFile" or not action.dataChange() or action.deletionVector():
-                    return None
-                records = json.loads(action.stats() or "{}").get("numRecords")
-                if records is None:
-                    return None
-                value = action.partitionValues().get(column)
-                key = str(value.get()) if value.isDefined() and value.get() is not None else "None"
-                added[key] = added.get(key, 0) + int(records)
+            kind = action.getClass().getSimpleName()
+            if kind in _BESIDE_APPENDS:
+                continue
+            if kind != "AddFile" or not action.dataChange() or action.deletionVector():
+                return None
+            records = json.loads(action.stats() or "{}").get("numRecords")
+            if records is None:
+                return None
+            value = action.partitionValues().get(column)
+            key = str(value.get()) if value.isDefined() and value.get() is not None else "None"
+            added[key] = added.get(key, 0) + int(records)
     except Exception:  # noqa: BLE001 - unknown: the caller counts again
         return None
     return added if seen >= up_to else None

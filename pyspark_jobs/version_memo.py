@@ -110,9 +110,12 @@ def own_commit(
     otherwise (another commit in between, no commit, an error) it is dropped."""
     with _lock:
         held = _held.pop((table, name), None)
-    before = commit_key(spark, table) if held is not None else None
+    if held is None:
+        yield
+        return
+    before = commit_key(spark, table)
     yield
-    if held is None or before is None or held[0] != before:
+    if held[0] != before:
         return
     after = commit_key(spark, table)
     if after.follows(before):
