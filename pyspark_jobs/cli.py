@@ -205,7 +205,7 @@ def cmd_validate(ctx: Context, args: argparse.Namespace) -> int:
     summary.gates[args.layer] = gate.as_dict()
     summary.timings[f"{args.layer} gate"] = gate.seconds
     summary.finish("succeeded" if gate.success else f"stopped by the {args.layer} gate")
-    summary.save(ctx.settings.state_dir / "runs")
+    summary.save(ctx.settings.state_dir / "runs", keep=ctx.config.run_summaries_kept)
     _log(format_summary(summary))
     report = write_run_report(ctx.settings)
     if not gate.success:

@@ -125,6 +125,11 @@ class LakehouseConfig:
     quarantine_rate_max: float = 0.01
     reject_rate_max: float = 0.01
     tombstone_retention_days: int = 30
+    # Validation results (and their Data Docs pages) each gate keeps: every validation
+    # stores one, and a gate's Data Docs cost grows with how many are kept.
+    data_docs_results_kept: int = 100
+    # Run summaries kept (<lake>/_state/runs): a continuous run writes one a cycle.
+    run_summaries_kept: int = 1000
 
     def source(self, name: str) -> Source:
         for source in self.sources:
@@ -243,6 +248,11 @@ class _Parser:
             raise self.fail(key, f"a number from {low} to {high}")
         return float(value)
 
+    def whole_number(self, value: Any, key: str, low: int, high: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise self.fail(key, f"a whole number from {low} to {high}")
+        return value
+
     def expand(self, value: str, key: str) -> str:
         def lookup(match: re.Match[str]) -> str:
             name = match.group(1)
@@ -282,12 +292,22 @@ class _Parser:
                 )
             seen[table.lower()] = source
         quality = self.mapping(top.get("quality", {}), "quality")
-        self.known_keys(quality, "quality", {"quarantine_rate_max", "reject_rate_max"})
+        self.known_keys(
+            quality,
+            "quality",
+            {
+                "quarantine_rate_max",
+                "reject_rate_max",
+                "data_docs_results_kept",
+                "run_summaries_kept",
+            },
+        )
+        kept = {
+            key: self.whole_number(quality.get(key, default), f"quality.{key}", 1, 1_000_000)
+            for key, default in (("data_docs_results_kept", 100), ("run_summaries_kept", 1000))
+        }
         gold = self.mapping(top.get("gold", {}), "gold")
         self.known_keys(gold, "gold", {"tombstone_retention_days"})
-        retention = gold.get("tombstone_retention_days", 30)
-        if isinstance(retention, bool) or not isinstance(retention, int):
-            raise self.fail("gold.tombstone_retention_days", "a whole number of days")
         return LakehouseConfig(
             path=self.path,
             sources=sources,
@@ -297,9 +317,11 @@ class _Parser:
             reject_rate_max=self.number(
                 quality.get("reject_rate_max", 0.01), "quality.reject_rate_max", 0, 1
             ),
-            tombstone_retention_days=int(
-                self.number(retention, "gold.tombstone_retention_days", 0, 36500)
+            tombstone_retention_days=self.whole_number(
+                gold.get("tombstone_retention_days", 30), "gold.tombstone_retention_days", 0, 36500
             ),
+            data_docs_results_kept=kept["data_docs_results_kept"],
+            run_summaries_kept=kept["run_summaries_kept"],
         )
 
     def source(self, raw: Any, where: str) -> Source:

@@ -151,7 +151,7 @@ def run_pipeline(
             status = "succeeded"
     finally:
         summary.finish(status)
-        path = summary.save(settings.state_dir / "runs")
+        path = summary.save(settings.state_dir / "runs", keep=config.run_summaries_kept)
         log(format_summary(summary))
         log(f"run summary: {path}")
         report = write_run_report(settings)

@@ -42,11 +42,27 @@ class RunSummary:
         self.status = status
         self.finished_at = time.time()
 
-    def save(self, runs_dir: Path) -> Path:
+    def save(self, runs_dir: Path, keep: int | None = None) -> Path:
+        """Write the summary as ``runs_dir/<run_id>.json``; with ``keep``, then remove all
+        but the newest ``keep`` summaries there. Returns the file written."""
         runs_dir.mkdir(parents=True, exist_ok=True)
         path = runs_dir / f"{self.run_id}.json"
         path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True, default=str))
+        if keep is not None:
+            prune_summaries(runs_dir, keep)
         return path
+
+
+def prune_summaries(runs_dir: Path, keep: int) -> int:
+    """Remove all but the newest ``keep`` run summaries of ``runs_dir``; how many went.
+
+    A continuous run writes one every cycle (about 30 KB, even for a cycle with nothing
+    new), so without a bound the folder grows by hundreds of MB a day and the report,
+    which lists it every cycle, slows with it. Run ids sort by time."""
+    older = sorted(runs_dir.glob("*.json"), reverse=True)[keep:]
+    for path in older:
+        path.unlink(missing_ok=True)
+    return len(older)
 
 
 def counts_by(spark: SparkSession, table: str, column: str) -> dict[str, int]:

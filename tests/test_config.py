@@ -199,6 +199,8 @@ def test_bad_defaults_name_the_column_and_type(tmp_path: Path, change, message):
         (("sources:", "quality: {quarantine_rate_max: '1%'}\nsources:"), "quality.quarantine_rat"),
         (("sources:", "gold: {tombstone_retention_days: 1.5}\nsources:"), "tombstone_retention_da"),
         (("sources:", "gold: [1]\nsources:"), "gold: expected a mapping"),
+        (("sources:", "quality: {data_docs_results_kept: 0}\nsources:"), "kept: expected a wh"),
+        (("sources:", "quality: {run_summaries_kept: 2.5}\nsources:"), "kept: expected a who"),
         # a key given twice: YAML would silently keep the last one
         (("table: orders", "table: orders\n        table: users"), "line 9: table: expected each"),
     ],

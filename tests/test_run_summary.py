@@ -1,11 +1,14 @@
-"""The run summary's gold part: what it keeps of an apply, and how freshness is printed."""
+"""The run summary's gold part: what it keeps of an apply, how freshness is printed, and
+how many summaries a lake keeps."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from pyspark_jobs.gold.apply import TableApply
 from pyspark_jobs.pipeline import gold_totals
+from pyspark_jobs.quality.report import load_runs
 from pyspark_jobs.run_summary import RunSummary, format_summary
 
 
@@ -74,3 +77,21 @@ def test_a_freshness_of_a_minute_or_more_is_also_printed_as_people_read_it():
         "  gold    gold.b                              1 rows  fresh 10800.0 s (3.0 h)",
         "  gold    gold.c                              1 rows  fresh 94608000.0 s (1095 d)",
     ]
+
+
+def test_saving_with_keep_leaves_the_newest_summaries_the_report_reads(tmp_path: Path):
+    runs = tmp_path / "runs"
+    # run ids are UTC timestamps: written out of order, the newest still wins
+    ids = [f"20261204T0000{second:02d}000000Z" for second in (3, 1, 4, 2)]
+    for run_id in ids:
+        RunSummary(run_id=run_id).save(runs)
+    assert len(list(runs.glob("*.json"))) == 4  # no keep: nothing removed
+
+    written = RunSummary(run_id="20261204T000005000000Z").save(runs, keep=3)
+    assert written.is_file()
+    assert sorted(p.name for p in runs.glob("*.json")) == [
+        "20261204T000003000000Z.json",
+        "20261204T000004000000Z.json",
+        "20261204T000005000000Z.json",
+    ]
+    assert [r["run_id"] for r in load_runs(runs)][0] == "20261204T000005000000Z"

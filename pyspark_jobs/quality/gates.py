@@ -415,7 +415,8 @@ def run_gate(
     run_name: str | None = None,
     summary: Callable[[CheckpointSpec], Summary] | None = None,
 ) -> GateResult:
-    """Validate one layer as it is now; results go to the lake's GX context and Data Docs.
+    """Validate one layer as it is now; results go to the lake's GX context and Data Docs,
+    which keep the layer's newest ``config.data_docs_results_kept`` results.
 
     ``run_name`` names the GX run (the lakehouse run id, so Data Docs and the run
     summary name the same run). ``summary``: what computes the summary rows, when not
@@ -436,6 +437,7 @@ def run_gate(
     with interpreted_when_small(spark, f"{layer} gate", tables_read(config, layer)):
         outcome, key = run_checkpoint(spark, config, context, spec, run_name, timings, summary)
     docs_started = time.time()
+    gx_context.prune_results(context, spec.suite["name"], config.data_docs_results_kept)
     gx_context.build_docs(context, since, suites=(spec.suite["name"],))
     if key is not None:
         page = gx_context.docs_page(context, key)

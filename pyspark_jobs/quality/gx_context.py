@@ -2,10 +2,11 @@
 
 Why this split: the suites and checkpoints are reviewed code (``expectations/``), while
 validation results and Data Docs are data about one lake. The context therefore lives in
-``<lake>/reports/gx`` (GX's own layout: ``gx/validations``, ``gx/uncommitted/data_docs``)
-and every gate first writes the committed definitions into it with ``add_or_update``, so
-the lake's copy can never drift from git and deleting ``<lake>/reports`` loses only
-history, never a definition.
+``<lake>/reports/gx`` (GX's own layout: ``gx/uncommitted/validations``,
+``gx/uncommitted/data_docs``) and every gate first writes the committed definitions into
+it with ``add_or_update``, so the lake's copy can never drift from git and deleting
+``<lake>/reports`` loses only history, never a definition. Each gate keeps its newest
+results only (``prune_results``).
 
 GX validates each layer's summary frame as a pandas DataFrame: the frame is a handful of
 rows (one per source or gold table) that the gate has already collected, so GX's metrics
@@ -175,6 +176,52 @@ def build_docs(
     pages += [site / "expectations" / f"{Path(*name.split('.'))}.html" for name in suites]
     pages += [page for key in fresh if (page := docs_page(context, key)) is not None]
     make_offline(site, pages)
+
+
+def prune_results(context: FileDataContext, suite: str, keep: int) -> int:
+    """Remove all but the newest ``keep`` stored results of ``suite``, each with its Data
+    Docs page; return how many were removed.
+
+    Every validation stores a result and GX lists them all on each build, so without this
+    a continuous run's gates cost more the longer it runs. A gate reused from a removed
+    result validates again (``gate_reuse.load_passed`` wants its page), so removing one
+    never makes a verdict stale. The page goes first: a cut here leaves a result the next
+    pruning finds, never a page nothing lists.
+    """
+    store = context.validation_results_store
+    results = sorted(
+        (
+            key
+            for key in store.list_keys()
+            if isinstance(key, ValidationResultIdentifier)
+            and key.expectation_suite_identifier.name == suite
+        ),
+        key=_validated_at,
+        reverse=True,
+    )
+    pages_root = docs_site_dir(Path(str(context.root_directory)).parent) / "validations"
+    for key in results[keep:]:
+        page = docs_page(context, key)
+        if page is not None:
+            page.unlink(missing_ok=True)
+            _remove_empty_folders(page.parent, pages_root)
+        store.remove_key(key)
+    return max(len(results) - keep, 0)
+
+
+def _validated_at(key: ValidationResultIdentifier) -> datetime.datetime:
+    run_time = key.run_id.run_time
+    return run_time or datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
+
+
+def _remove_empty_folders(folder: Path, root: Path) -> None:
+    """Remove ``folder`` and its parents up to (not including) ``root`` while empty."""
+    while folder != root and root in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (another result's page), or already gone
+            return
+        folder = folder.parent
 
 
 def docs_page(context: FileDataContext, key: ValidationResultIdentifier) -> Path | None:

@@ -17,6 +17,7 @@ import yaml
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.config import LakehouseConfig, load_config
+from pyspark_jobs.quality import gx_context
 from pyspark_jobs.quality.report import ACCOUNTING
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 from tests.conftest import reset_lake, samples_dir
@@ -45,13 +46,20 @@ SOURCE = {
 }
 
 
-def write_config(folder: Path, landing: Path, quarantine_rate_max: float) -> LakehouseConfig:
+def write_config(
+    folder: Path, landing: Path, quarantine_rate_max: float, results_kept: int = 100
+) -> LakehouseConfig:
+    """The one-source config; ``results_kept``: GX results kept per gate."""
     path = folder / "config" / "sources.yml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         yaml.safe_dump(
             {
-                "quality": {"quarantine_rate_max": quarantine_rate_max, "reject_rate_max": 0.01},
+                "quality": {
+                    "quarantine_rate_max": quarantine_rate_max,
+                    "reject_rate_max": 0.01,
+                    "data_docs_results_kept": results_kept,
+                },
                 "sources": [{**SOURCE, "landing": str(landing)}],
             }
         )
@@ -97,15 +105,30 @@ def test_raised_threshold_lets_the_next_run_continue(
     strict_run, spark: SparkSession, settings: Settings, landing: Path
 ):
     assert strict_run[0] == 1
-    code, output = run_logged(spark, settings, write_config(landing, landing / "landing", 0.5))
+    failed_page = latest_run(settings)["gates"]["bronze"]["checkpoints"][0]["data_docs_page"]
+    assert Path(failed_page).is_file()
+    config = write_config(landing, landing / "landing", 0.5, results_kept=1)
+    code, output = run_logged(spark, settings, config)
     assert code == 0, output
-    assert {g: v["success"] for g, v in latest_run(settings)["gates"].items()} == {
+    run = latest_run(settings)
+    assert {g: v["success"] for g, v in run["gates"].items()} == {
         "bronze": True,
         "silver": True,
         "gold": True,
     }
     assert spark.table("bronze.cdc_raw").count() == 7  # nothing landed twice
     assert spark.table("gold.users").count() == 2
+    # One result kept per gate: the failed run's validation and its page are gone, this
+    # run's (which the report links) are there.
+    context = gx_context.open_context(settings.reports_dir)
+    bronze = [
+        key.run_id.run_name
+        for key in context.validation_results_store.list_keys()
+        if key.expectation_suite_identifier.name == "bronze.sources"
+    ]
+    assert bronze == [run["run_id"]]
+    assert not Path(failed_page).exists()
+    assert Path(run["gates"]["bronze"]["checkpoints"][0]["data_docs_page"]).is_file()
 
 
 class RecordingProxy(socketserver.ThreadingTCPServer):

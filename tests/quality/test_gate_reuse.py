@@ -15,9 +15,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from pyspark.sql import SparkSession
 
-from pyspark_jobs.config import LakehouseConfig
+from pyspark_jobs.config import LakehouseConfig, load_config
 from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.gold.tables import TOMBSTONES_TABLE
 from pyspark_jobs.quality import frames, gate_reuse, gates
@@ -39,11 +40,20 @@ NOT_AGAIN = (
 GOOD: dict[str, int] = {}
 
 
+# Run summaries the lake keeps: fewer than this module's runs, so a gate is reused from a
+# run whose summary is gone (the reuse record, not the summary, is what it reads).
+SUMMARIES_KEPT = 2
+
+
 @pytest.fixture(scope="module")
 def sample_config(tmp_path_factory: pytest.TempPathFactory) -> LakehouseConfig:
-    return copy_of_samples(
+    config = copy_of_samples(
         tmp_path_factory.mktemp("reuse"), {"shop_debezium", "inventory_cassandra"}
     )
+    raw = yaml.safe_load(config.path.read_text())
+    raw["quality"]["run_summaries_kept"] = SUMMARIES_KEPT
+    config.path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return load_config(config.path)
 
 
 @pytest.fixture(scope="module")
@@ -194,6 +204,10 @@ def test_lakehouse_validate_always_validates(
     gates = latest_run(settings)["gates"]
     assert validated(gates["gold"]) and gates["gold"]["success"]
     assert gates["silver"]["reused_from"] == first_run["run_id"]
+    # each run and validate wrote a summary; the newest SUMMARIES_KEPT are left
+    runs = sorted(p.stem for p in (settings.state_dir / "runs").glob("*.json"))
+    assert len(runs) == SUMMARIES_KEPT and runs[-1] == latest_run(settings)["run_id"]
+    assert first_run["run_id"] not in runs
 
 
 def test_a_failed_validate_drops_the_kept_pass(

@@ -49,9 +49,9 @@ def context(tmp_path: Path):
     return gx_context.open_context(tmp_path / "reports")
 
 
-def validate(context, layer: str, rows: list[dict]):
+def validate(context, layer: str, rows: list[dict], run_name: str = "run-1"):
     spec = load_checkpoint(layer)
-    return validate_summary(context, spec, rows, list(rows[0]), PARAMETERS, "run-1")
+    return validate_summary(context, spec, rows, list(rows[0]), PARAMETERS, run_name)
 
 
 def checks(outcome) -> dict[str, tuple]:
@@ -195,3 +195,32 @@ def test_a_stale_definition_of_an_older_gate_layout_is_replaced(context):
 
     outcome, _ = validate(context, "gold", [gold_row("gold.users")])
     assert outcome.success and outcome.error is None
+
+
+def test_pruning_keeps_the_newest_results_of_one_suite_and_removes_the_others_pages(
+    context, tmp_path: Path
+):
+    keys = {}
+    for run in ("run-1", "run-2", "run-3", "run-4"):
+        keys[run] = validate(context, "bronze", [bronze_row("a")], run)[1]
+    silver = validate(context, "silver", [silver_row("a")], "run-1")[1]
+    gx_context.build_docs(context)
+    pages = {run: gx_context.docs_page(context, key) for run, key in keys.items()}
+    assert all(page is not None and page.is_file() for page in pages.values())
+    index = gx_context.docs_site_dir(tmp_path / "reports") / "index.html"
+    assert "run-2" in index.read_text()
+
+    assert gx_context.prune_results(context, "bronze.sources", keep=2) == 2
+    gx_context.build_docs(context, datetime.now(timezone.utc), suites=("bronze.sources",))
+
+    store = context.validation_results_store
+    assert sorted(k.run_id.run_name for k in store.list_keys()) == ["run-1", "run-3", "run-4"]
+    assert store.has_key(silver)  # another gate's results are its own
+    for run in ("run-1", "run-2"):
+        assert not store.has_key(keys[run])
+        assert not pages[run].exists() and not pages[run].parent.exists(), run
+    for run in ("run-3", "run-4"):
+        assert pages[run].is_file()
+    listed = index.read_text()
+    assert "run-4" in listed and "run-3" in listed and "run-2" not in listed
+    assert gx_context.prune_results(context, "bronze.sources", keep=2) == 0
