@@ -64,7 +64,7 @@ BENCH_ARGS ?=
 bench: setup ## measure the pipeline beside the copy floor and a hand-written MERGE (BENCH_ARGS="--events 100000")
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
-bench-check: setup ## the bench harness end to end at a tiny size (correctness, no timing; about 25 minutes on 2 cores)
+bench-check: setup ## the bench harness end to end at a tiny size (correctness, no timing; 12 to 18 minutes alone on 2 cores)
 	$(BIN)/python -m pytest -m bench tests/test_bench_smoke.py
 
 lint: setup ## ruff, mypy and sqlfluff
