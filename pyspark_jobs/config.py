@@ -302,26 +302,29 @@ class _Parser:
                 "run_summaries_kept",
             },
         )
-        kept = {
-            key: self.whole_number(quality.get(key, default), f"quality.{key}", 1, 1_000_000)
-            for key, default in (("data_docs_results_kept", 100), ("run_summaries_kept", 1000))
-        }
         gold = self.mapping(top.get("gold", {}), "gold")
         self.known_keys(gold, "gold", {"tombstone_retention_days"})
+        sections = {"quality": quality, "gold": gold}
+
+        def given(key: str) -> Any:
+            # The file's value of "section.name", else the dataclass's default.
+            section, name = key.split(".")
+            return sections[section].get(name, getattr(LakehouseConfig, name))
+
+        def number(key: str, low: float, high: float) -> float:
+            return self.number(given(key), key, low, high)
+
+        def whole_number(key: str, low: int, high: int) -> int:
+            return self.whole_number(given(key), key, low, high)
+
         return LakehouseConfig(
             path=self.path,
             sources=sources,
-            quarantine_rate_max=self.number(
-                quality.get("quarantine_rate_max", 0.01), "quality.quarantine_rate_max", 0, 1
-            ),
-            reject_rate_max=self.number(
-                quality.get("reject_rate_max", 0.01), "quality.reject_rate_max", 0, 1
-            ),
-            tombstone_retention_days=self.whole_number(
-                gold.get("tombstone_retention_days", 30), "gold.tombstone_retention_days", 0, 36500
-            ),
-            data_docs_results_kept=kept["data_docs_results_kept"],
-            run_summaries_kept=kept["run_summaries_kept"],
+            quarantine_rate_max=number("quality.quarantine_rate_max", 0, 1),
+            reject_rate_max=number("quality.reject_rate_max", 0, 1),
+            tombstone_retention_days=whole_number("gold.tombstone_retention_days", 0, 36500),
+            data_docs_results_kept=whole_number("quality.data_docs_results_kept", 1, 1_000_000),
+            run_summaries_kept=whole_number("quality.run_summaries_kept", 1, 1_000_000),
         )
 
     def source(self, raw: Any, where: str) -> Source:

@@ -200,13 +200,14 @@ def prune_results(context: FileDataContext, suite: str, keep: int) -> int:
         reverse=True,
     )
     pages_root = docs_site_dir(Path(str(context.root_directory)).parent) / "validations"
-    for key in results[keep:]:
+    stale = results[keep:]
+    for key in stale:
         page = docs_page(context, key)
         if page is not None:
             page.unlink(missing_ok=True)
             _remove_empty_folders(page.parent, pages_root)
         store.remove_key(key)
-    return max(len(results) - keep, 0)
+    return len(stale)
 
 
 def _validated_at(key: ValidationResultIdentifier) -> datetime.datetime:
