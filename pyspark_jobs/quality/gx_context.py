@@ -199,14 +199,21 @@ def prune_results(context: FileDataContext, suite: str, keep: int) -> int:
         key=_validated_at,
         reverse=True,
     )
-    pages_root = docs_site_dir(Path(str(context.root_directory)).parent) / "validations"
     stale = results[keep:]
     for key in stale:
         page = docs_page(context, key)
         if page is not None:
             page.unlink(missing_ok=True)
-            _remove_empty_folders(page.parent, pages_root)
         store.remove_key(key)
+    # Each result and page sits in folders of its run (<suite>/<run name>/<run time>/),
+    # which GX's remove_key leaves behind (its rrmdir never removes one): without this
+    # the empty folders, and GX's walks over them, would still grow with uptime.
+    suite_path = Path(*suite.split("."))
+    root = Path(str(context.root_directory))
+    pages_root = docs_site_dir(root.parent) / "validations"
+    results_root = root / "uncommitted" / "validations"
+    for folder in (results_root / suite_path, pages_root / suite_path):
+        _remove_empty_folders(folder)
     return len(stale)
 
 
@@ -215,14 +222,11 @@ def _validated_at(key: ValidationResultIdentifier) -> datetime.datetime:
     return run_time or datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
 
 
-def _remove_empty_folders(folder: Path, root: Path) -> None:
-    """Remove ``folder`` and its parents up to (not including) ``root`` while empty."""
-    while folder != root and root in folder.parents:
-        try:
-            folder.rmdir()
-        except OSError:  # not empty (another result's page), or already gone
-            return
-        folder = folder.parent
+def _remove_empty_folders(root: Path) -> None:
+    """Remove every empty folder under ``root`` (deepest first; ``root`` stays)."""
+    for folder, _, _ in os.walk(root, topdown=False):
+        if Path(folder) != root and not any(Path(folder).iterdir()):
+            Path(folder).rmdir()
 
 
 def docs_page(context: FileDataContext, key: ValidationResultIdentifier) -> Path | None:

@@ -221,6 +221,9 @@ def test_pruning_keeps_the_newest_results_of_one_suite_and_removes_the_others_pa
         assert not pages[run].exists() and not pages[run].parent.exists(), run
     for run in ("run-3", "run-4"):
         assert pages[run].is_file()
+    # nor do the removed results leave their run's folders behind
+    results = tmp_path / "reports" / "gx" / "uncommitted" / "validations" / "bronze" / "sources"
+    assert sorted(p.name for p in results.iterdir()) == ["run-3", "run-4"]
     listed = index.read_text()
     assert "run-4" in listed and "run-3" in listed and "run-2" not in listed
     assert gx_context.prune_results(context, "bronze.sources", keep=2) == 0
