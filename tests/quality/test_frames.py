@@ -18,6 +18,7 @@ from pyspark_jobs.quality.frames import (
     silver_reconciliation,
 )
 from tests.gold.changelog import append, change, config, create_change_log
+from tests.support.query_plans import exchanged_columns
 from tests.support.spark_jobs import counted_jobs
 
 LINEAGE = "struct<topic:string, partition:int, offset:bigint>"
@@ -205,27 +206,6 @@ def test_silver_skips_a_message_event_however_its_op_is_written(spark: SparkSess
     (row,) = silver_reconciliation(sources, raw, log, rejects).collect()
 
     assert (row.skipped, row.unaccounted) == (4, 1)
-
-
-def exchanged_columns(frame: DataFrame) -> set[str]:
-    """The columns any shuffle of ``frame``'s physical plan carries (planned without
-    adaptive execution, which would place its shuffles only once it runs)."""
-    conf = frame.sparkSession.conf
-    adaptive = conf.get("spark.sql.adaptive.enabled")
-    conf.set("spark.sql.adaptive.enabled", "false")
-    try:
-        nodes = [frame._jdf.queryExecution().executedPlan()]
-    finally:
-        conf.set("spark.sql.adaptive.enabled", adaptive)
-    found: set[str] = set()
-    while nodes:
-        node = nodes.pop()
-        if "Exchange" in node.nodeName():
-            output = node.output()
-            found |= {output.apply(i).name() for i in range(output.size())}
-        children = node.children()
-        nodes += [children.apply(i) for i in range(children.size())]
-    return found
 
 
 def test_silver_shuffles_no_key_or_value_text(spark: SparkSession):

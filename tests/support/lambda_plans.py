@@ -8,20 +8,16 @@ grows with the square of the table's width).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql import DataFrame
+
+from tests.support.query_plans import seq
 
 # The expressions that parse JSON text, as the optimized plan holds them (json_object_keys
 # and parse_json are rewritten there into static calls of their implementations).
 PARSE_NODES = {"JsonToStructs", "GetJsonObject", "JsonTuple", "JsonObjectKeys", "ParseJson"}
 PARSE_FUNCTIONS = {"jsonObjectKeys", "parseJson"}
-
-
-def _seq(items: Any) -> Iterator[Any]:
-    for at in range(items.size()):
-        yield items.apply(at)
 
 
 def _is_parse(expression: Any) -> bool:
@@ -35,17 +31,17 @@ def _variables(expression: Any) -> set[int]:
     """The ids of the lambda variables an expression uses."""
     if expression.nodeName() == "NamedLambdaVariable":
         return {int(expression.exprId().id())}
-    return set().union(*(_variables(child) for child in _seq(expression.children())))
+    return set().union(*(_variables(child) for child in seq(expression.children())))
 
 
 def _repeated(expression: Any, enclosing: list[set[int]], found: list[str]) -> None:
     if expression.nodeName() == "LambdaFunction":
-        own = {int(v.exprId().id()) for v in _seq(expression.arguments())}
+        own = {int(v.exprId().id()) for v in seq(expression.arguments())}
         _repeated(expression.function(), [*enclosing, own], found)
         return
     if enclosing and _is_parse(expression) and not _variables(expression) & enclosing[-1]:
         found.append(str(expression.toString()))
-    for child in _seq(expression.children()):
+    for child in seq(expression.children()):
         _repeated(child, enclosing, found)
 
 
@@ -56,9 +52,9 @@ def repeated_parses(frame: DataFrame) -> list[str]:
     plans = [frame._jdf.queryExecution().optimizedPlan()]
     while plans:
         plan = plans.pop()
-        for expression in _seq(plan.expressions()):
+        for expression in seq(plan.expressions()):
             _repeated(expression, [], found)
-        plans.extend(_seq(plan.children()))
+        plans.extend(seq(plan.children()))
     return found
 
 
