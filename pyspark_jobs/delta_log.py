@@ -18,13 +18,18 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pyspark_jobs.catalog import table_identifier
+from pyspark_jobs.catalog import kept_lookup, table_identifier
 
 
 def _delta_log(spark: SparkSession, table: str) -> Any:
-    """The JVM ``DeltaLog`` of the catalog table ``table``."""
+    """The JVM ``DeltaLog`` of the catalog table ``table`` (kept within a run: finding it
+    is a metastore call and the table's location parsed, and only a drop changes it)."""
     delta_log = spark._jvm.org.apache.spark.sql.delta.DeltaLog  # type: ignore[union-attr]
-    return delta_log.forTable(spark._jsparkSession, table_identifier(spark, table))
+    return kept_lookup(
+        table,
+        "delta log",
+        lambda: delta_log.forTable(spark._jsparkSession, table_identifier(spark, table)),
+    )
 
 
 def current_snapshot(spark: SparkSession, table: str) -> Any:

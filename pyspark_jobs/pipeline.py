@@ -21,6 +21,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pyspark_jobs.bronze.ingest import ingest
+from pyspark_jobs.catalog import lookups_kept
 from pyspark_jobs.config import LakehouseConfig
 from pyspark_jobs.gold.apply import TableApply
 from pyspark_jobs.gold.rebuild import apply_gold_finishing_rebuilds
@@ -126,29 +127,31 @@ def run_pipeline(
     failed_gate: GateResult | None = None
     failed_tests: tuple[str, DbtTestsFailed] | None = None
     try:
-        for layer, build in _build_layers(spark, settings, config, log, take_locks):
-            # Progress lines for whoever watches a long run (and the crash drills).
-            log(f"{layer}: building")
-            started = time.time()
-            try:
-                summary.layers[layer] = build()
-            except DbtTestsFailed as failed:
+        # One run's catalog answers are kept for the run (catalog.py).
+        with lookups_kept():
+            for layer, build in _build_layers(spark, settings, config, log, take_locks):
+                # Progress lines for whoever watches a long run (and the crash drills).
+                log(f"{layer}: building")
+                started = time.time()
+                try:
+                    summary.layers[layer] = build()
+                except DbtTestsFailed as failed:
+                    summary.timings[layer] = time.time() - started
+                    failed_tests = (layer, failed)
+                    status = f"stopped by the {layer} dbt tests"
+                    break
                 summary.timings[layer] = time.time() - started
-                failed_tests = (layer, failed)
-                status = f"stopped by the {layer} dbt tests"
-                break
-            summary.timings[layer] = time.time() - started
-            # Validated, or passed again unchecked when nothing it reads changed since it
-            # last passed (quality/gate_reuse.py); either line is logged there.
-            gate = gate_in_run(spark, settings, config, layer, summary.run_id, log=log)
-            summary.gates[layer] = gate.as_dict()
-            summary.timings[f"{layer} gate"] = gate.seconds
-            if not gate.success:
-                failed_gate = gate
-                status = f"stopped by the {layer} gate"
-                break
-        else:
-            status = "succeeded"
+                # Validated, or passed again unchecked when nothing it reads changed since it
+                # last passed (quality/gate_reuse.py); either line is logged there.
+                gate = gate_in_run(spark, settings, config, layer, summary.run_id, log=log)
+                summary.gates[layer] = gate.as_dict()
+                summary.timings[f"{layer} gate"] = gate.seconds
+                if not gate.success:
+                    failed_gate = gate
+                    status = f"stopped by the {layer} gate"
+                    break
+            else:
+                status = "succeeded"
     finally:
         summary.finish(status)
         path = summary.save(settings.state_dir / "runs", keep=config.run_summaries_kept)

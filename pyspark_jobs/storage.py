@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pyspark_jobs.catalog import table_exists
+from pyspark_jobs.catalog import forget_table, table_exists
 from pyspark_jobs.settings import is_uri
 
 
@@ -93,6 +93,7 @@ def remove_unregistered_new_table(spark: SparkSession, name: str) -> bool:
             if status.isFile() and not entry.startswith(".") and not entry.startswith("0" * 20):
                 return False
     fs.delete(folder, True)
+    forget_table(name)
     return True
 
 

@@ -1,4 +1,5 @@
-"""Whether the catalog has a table: the catalog's answer, without loading the table."""
+"""Whether the catalog has a table: the catalog's answer, without loading the table;
+within a run, the answers kept until the run drops the table or ends."""
 
 from __future__ import annotations
 
@@ -7,8 +8,22 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-from pyspark_jobs.catalog import table_exists
+from pyspark_jobs.catalog import (
+    forget_lookups,
+    forget_table,
+    kept_lookup,
+    lookups_kept,
+    table_exists,
+)
+from pyspark_jobs.delta_log import version_with_id
+from pyspark_jobs.gold.staging import PENDING_TABLE, ensure_pending_table
 from pyspark_jobs.settings import PROJECT_ROOT
+
+
+def hive_client_calls(spark: SparkSession) -> int:
+    """The calls this JVM made to the metastore so far."""
+    metrics = spark._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics  # type: ignore[union-attr]
+    return int(metrics.METRIC_HIVE_CLIENT_CALLS().getCount())
 
 
 def test_a_table_exists_as_the_catalog_names_it(spark: SparkSession, empty_lake):
@@ -51,3 +66,68 @@ def test_no_module_asks_spark_catalog_table_exists():
         if "catalog.tableExists(" in path.read_text()
     ]
     assert callers == []
+
+
+def test_within_a_run_a_found_table_is_not_looked_up_again(spark: SparkSession, empty_lake):
+    """Kept answers are the run's: a table dropped behind the run's back still reads as
+    found until it is forgotten, and after the run it is looked up again."""
+    spark.sql("create database if not exists scratch")
+    spark.sql("create or replace table scratch.kept (id bigint) using delta")
+    with lookups_kept():
+        calls = hive_client_calls(spark)
+        assert table_exists(spark, "scratch.kept")
+        assert hive_client_calls(spark) > calls
+        calls = hive_client_calls(spark)
+        assert table_exists(spark, "`SCRATCH`.`kept`")
+        assert hive_client_calls(spark) == calls
+
+        spark.sql("drop table scratch.kept")
+        assert table_exists(spark, "scratch.kept")
+        forget_table("scratch.kept")
+        assert not table_exists(spark, "scratch.kept")
+
+        spark.sql("create table scratch.kept (id bigint) using delta")
+        assert table_exists(spark, "scratch.kept")
+    spark.sql("drop table scratch.kept")
+    assert not table_exists(spark, "scratch.kept")
+
+
+def test_a_lookup_is_kept_for_the_run_and_no_longer():
+    looked_up: list[str] = []
+
+    def look_up() -> str:
+        looked_up.append("s.t")
+        return f"entry {len(looked_up)}"
+
+    assert kept_lookup("s.t", "entry", look_up) == "entry 1"
+    assert kept_lookup("s.t", "entry", look_up) == "entry 2"  # outside a run: each time
+    with lookups_kept():
+        assert kept_lookup("s.t", "entry", look_up) == "entry 3"
+        with lookups_kept():  # a block inside the run's keeps the run's answers
+            assert kept_lookup("S.T", "entry", look_up) == "entry 3"
+        assert kept_lookup("s.t", "entry", look_up) == "entry 3"
+        forget_table("s.t")
+        assert kept_lookup("s.t", "entry", look_up) == "entry 4"
+        forget_lookups()
+        assert kept_lookup("s.t", "entry", look_up) == "entry 5"
+    assert kept_lookup("s.t", "entry", look_up) == "entry 6"
+
+
+def test_a_pending_table_of_an_older_layout_is_replaced_within_a_run(
+    spark: SparkSession, empty_lake
+):
+    """The run drops it and creates it again: what it then reads of the table, the
+    catalog's answer and the table's log, is the new table's."""
+    spark.sql("create database if not exists lakehouse")
+    spark.sql(f"create table {PENDING_TABLE} (silver_version bigint) using delta")
+    spark.sql(f"insert into {PENDING_TABLE} values (1)")
+    with lookups_kept():
+        old = version_with_id(spark, PENDING_TABLE)
+        assert old.endswith("@1")
+
+        ensure_pending_table(spark)
+
+        assert table_exists(spark, PENDING_TABLE)
+        new = version_with_id(spark, PENDING_TABLE)
+        assert new.endswith("@0") and new.split("@")[0] != old.split("@")[0]
+        assert "row_kind" in spark.table(PENDING_TABLE).columns

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pyspark_jobs.catalog import table_exists
+from pyspark_jobs.catalog import forget_table, table_exists
 from pyspark_jobs.gold.folds.shared import IMAGE_TYPE
 from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
 from pyspark_jobs.storage import clear_killed_creation
@@ -71,6 +71,7 @@ def ensure_pending_table(spark: SparkSession) -> None:
         if "row_kind" in spark.table(PENDING_TABLE).columns:
             return
         spark.sql(f"drop table {PENDING_TABLE}")
+        forget_table(PENDING_TABLE)
     columns = ", ".join(f"{name} {typ}" for name, typ in PENDING_COLUMNS)
     clear_killed_creation(spark, PENDING_TABLE)
     spark.sql(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyspark_jobs.catalog import forget_lookups
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 from pyspark_jobs.silver import parse_cache
 
@@ -105,7 +106,11 @@ def run_dbt(
         "--no-send-anonymous-usage-stats",
     ]
     with _environment(environment or {}):
-        result = dbtRunner().invoke(full_args)
+        try:
+            result = dbtRunner().invoke(full_args)
+        finally:
+            # dbt may have dropped or replaced any table it builds.
+            forget_lookups()
     if result.success:
         parse_cache.keep(target_dir, parse_key, parse_cache_dir)
     statuses: dict[str, str] = {}
