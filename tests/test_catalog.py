@@ -18,12 +18,7 @@ from pyspark_jobs.catalog import (
 from pyspark_jobs.delta_log import version_with_id
 from pyspark_jobs.gold.staging import PENDING_TABLE, ensure_pending_table
 from pyspark_jobs.settings import PROJECT_ROOT
-
-
-def hive_client_calls(spark: SparkSession) -> int:
-    """The calls this JVM made to the metastore so far."""
-    metrics = spark._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics  # type: ignore[union-attr]
-    return int(metrics.METRIC_HIVE_CLIENT_CALLS().getCount())
+from tests.support.metastore import hive_client_calls
 
 
 def test_a_table_exists_as_the_catalog_names_it(spark: SparkSession, empty_lake):

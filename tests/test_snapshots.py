@@ -1,6 +1,6 @@
 """``read_tables``: small tables come back read (materialized on the pool, their jobs in the
 caller's job group), large ones lazy with their snapshot loaded; the rows are the table's
-either way."""
+either way. ``load_snapshots``: what a MERGE would load first, loaded ahead."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_jobs.catalog import lookups_kept
 from pyspark_jobs.delta_log import table_bytes
 from pyspark_jobs.small_inputs import THRESHOLD_KEY
-from pyspark_jobs.snapshots import read_tables
+from pyspark_jobs.snapshots import load_snapshots, read_tables
+from tests.support.metastore import hive_client_calls
+from tests.support.spark_jobs import counted_jobs
 
 
 @pytest.fixture
@@ -81,3 +84,35 @@ def test_under_the_default_threshold_every_small_table_is_read_ahead(
     read = read_tables(spark, dict.fromkeys(two_tables, only_odd))
     assert not any(reads_a_table(frame) for frame in read.values())
     assert rows(read[two_tables[1]]) == [(i, 2 * i + 1) for i in range(2000)]
+
+
+def merge_one_row(spark: SparkSession, name: str) -> None:
+    spark.sql(
+        f"merge into {name} t using (select 1 as id, 7 as twice) s on t.id = s.id "
+        "when matched then update set * when not matched then insert *"
+    )
+
+
+def test_a_loaded_snapshot_leaves_the_merge_less_to_do(
+    spark: SparkSession, two_tables: tuple[str, str]
+):
+    """After a commit, the load runs the state reconstruction the MERGE would otherwise
+    run itself; within a run, a second load asks the metastore nothing."""
+    few, _ = two_tables
+    spark.sql(f"insert into {few} values (10, 20)")
+    with counted_jobs(spark) as unloaded:
+        merge_one_row(spark, few)
+
+    spark.sql(f"insert into {few} values (11, 22)")
+    with counted_jobs(spark) as loading:
+        load_snapshots(spark, [few])
+    with counted_jobs(spark) as loaded:
+        merge_one_row(spark, few)
+    assert loading() > 0
+    assert loaded() == unloaded() - loading()
+
+    with lookups_kept():
+        load_snapshots(spark, [few])
+        calls = hive_client_calls(spark)
+        load_snapshots(spark, [few])
+        assert hive_client_calls(spark) == calls
