@@ -34,8 +34,8 @@ T = TypeVar("T")
 
 _lock = threading.Lock()
 _runs_open = 0
-_found: set[str] = set()
-_derived: dict[tuple[str, str], Any] = {}
+# (table, what) -> the value looked up; a table found is kept as (table, "exists") -> True.
+_kept: dict[tuple[str, str], Any] = {}
 
 
 def _key(name: str) -> str:
@@ -51,14 +51,13 @@ def table_identifier(spark: SparkSession, name: str) -> Any:
 def table_exists(spark: SparkSession, name: str) -> bool:
     """Whether the session catalog has table (or view) ``name`` (``schema.table``)."""
     with _lock:
-        if _runs_open and _key(name) in _found:
+        if _runs_open and (_key(name), "exists") in _kept:
             return True
     state = spark._jsparkSession.sessionState()
     found = bool(state.catalog().tableExists(table_identifier(spark, name)))
     if found:
-        with _lock:
-            if _runs_open:
-                _found.add(_key(name))
+        # Only a table found is kept: the run may yet create one that is missing.
+        kept_lookup(name, "exists", lambda: True)
     return found
 
 
@@ -67,28 +66,26 @@ def kept_lookup(name: str, what: str, look_up: Callable[[], T]) -> T:
     such things apart); within ``lookups_kept``, the value an earlier call returned."""
     key = (_key(name), what)
     with _lock:
-        if _runs_open and key in _derived:
-            return _derived[key]
+        if _runs_open and key in _kept:
+            return _kept[key]
     value = look_up()
     with _lock:
         if _runs_open:
-            _derived[key] = value
+            _kept[key] = value
     return value
 
 
 def forget_table(name: str) -> None:
     """Drop what is kept of table ``name``: call after dropping it."""
     with _lock:
-        _found.discard(_key(name))
-        for key in [k for k in _derived if k[0] == _key(name)]:
-            del _derived[key]
+        for key in [k for k in _kept if k[0] == _key(name)]:
+            del _kept[key]
 
 
 def forget_lookups() -> None:
     """Drop everything kept (after code this project does not own ran on the catalog)."""
     with _lock:
-        _found.clear()
-        _derived.clear()
+        _kept.clear()
 
 
 @contextmanager
@@ -104,5 +101,4 @@ def lookups_kept() -> Iterator[None]:
         with _lock:
             _runs_open -= 1
             if not _runs_open:
-                _found.clear()
-                _derived.clear()
+                _kept.clear()
