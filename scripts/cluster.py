@@ -30,6 +30,8 @@ import argparse
 import contextlib
 import json
 import os
+import random
+import re
 import secrets
 import shutil
 import signal
@@ -66,10 +68,53 @@ def log(message: str) -> None:
     print(f"cluster: [{time.monotonic() - _STARTED:5.1f} s] {message}", flush=True)
 
 
+# Ports are picked from here up to the kernel's ephemeral range (see free_port).
+PORT_FLOOR = 20000
+_picked: set[int] = set()
+
+
+def ephemeral_floor() -> int:
+    """The lowest port the kernel hands to outgoing connections and to bind(0)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free loopback port below the kernel's ephemeral range, not picked before by this
+    process.
+
+    A port from bind(0) is one the kernel also gives outgoing connections: between picking
+    it and a daemon binding it, any client (another test's Kafka producer, a JDBC
+    connection) may take it. CI saw the master's port taken that way; the master moved one
+    up and its workers, told the port picked, never found it."""
+    ceiling = max(ephemeral_floor(), PORT_FLOOR + 1000)
+    for _ in range(500):
+        port = random.randrange(PORT_FLOOR, ceiling)
+        if port in _picked:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _picked.add(port)
+        return port
+    raise ClusterError(f"no free loopback port between {PORT_FLOOR} and {ceiling}")
+
+
+_MASTER_URL = re.compile(r"Starting Spark master at (spark://\S+)")
+_MASTER_UI = re.compile(r"Bound MasterWebUI to \S+, and started at https?://[^:/\s]+:(\d+)")
+
+
+def master_addresses(log_text: str) -> tuple[str, int] | None:
+    """The master's URL and web UI port as its log reports them, once it has reported both.
+
+    The ports asked for are only a first try: Spark moves a service to the next port when
+    one is taken, and says where it went in the log."""
+    url, ui = _MASTER_URL.search(log_text), _MASTER_UI.search(log_text)
+    return (url.group(1), int(ui.group(1))) if url and ui else None
 
 
 def spark_home() -> Path:
@@ -274,9 +319,10 @@ class Cluster:
     def start_spark(self, workers: int, cores: int, memory: str) -> str:
         home, env = spark_home(), self.spark_env()
         port, webui = free_port(), free_port()
-        self.state["master"] = {"port": port, "webui_port": webui}
-        self.save()
         spark_class = str(home / "bin" / "spark-class")
+        master_log = self.logs / "master.log"
+        # The log is appended to: only what this master writes counts.
+        written_before = master_log.stat().st_size if master_log.exists() else 0
         self.spawn(
             "master",
             [
@@ -291,7 +337,20 @@ class Cluster:
             ],
             env,
         )
-        master_url = f"spark://127.0.0.1:{port}"
+        reported: list[tuple[str, int]] = []
+
+        def master_started() -> bool:
+            with master_log.open("rb") as log_file:
+                log_file.seek(written_before)
+                found = master_addresses(log_file.read().decode(errors="replace"))
+            if found:
+                reported.append(found)
+            return found is not None
+
+        wait_for("Spark master", master_started, 120, master_log)
+        master_url, webui = reported[-1]
+        self.state["master"] = {"url": master_url, "webui_port": webui}
+        self.save()
         for n in range(1, workers + 1):
             work = self.dir / f"worker-{n}"
             work.mkdir(exist_ok=True)
