@@ -341,7 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_seconds,
         metavar="SECONDS",
         help="with --every: also run `lakehouse maintain` (every layer) between two cycles "
-        "once SECONDS have passed since the start or the last maintenance (e.g. 86400)",
+        "once SECONDS have passed since the start or the last maintenance (e.g. 3600: "
+        "each cycle adds files that later cycles read)",
     )
     run.set_defaults(handler=cmd_run)
 
