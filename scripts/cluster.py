@@ -133,11 +133,13 @@ def postgres_bin() -> Path:
     return found[-1].parent
 
 
-def wait_for(what: str, check, seconds: float, logs: Path | None = None) -> None:  # noqa: ANN001
+def wait_for(what: str, check, seconds: float, logs: Path | None = None):  # noqa: ANN001, ANN201
+    """What ``check()`` returns once it is true; ClusterError (the log's tail) when it is
+    not true within ``seconds``."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if check():
-            return
+        if found := check():
+            return found
         time.sleep(1)
     tail = ""
     if logs is not None and logs.exists():
@@ -337,18 +339,13 @@ class Cluster:
             ],
             env,
         )
-        reported: list[tuple[str, int]] = []
 
-        def master_started() -> bool:
+        def master_started() -> tuple[str, int] | None:
             with master_log.open("rb") as log_file:
                 log_file.seek(written_before)
-                found = master_addresses(log_file.read().decode(errors="replace"))
-            if found:
-                reported.append(found)
-            return found is not None
+                return master_addresses(log_file.read().decode(errors="replace"))
 
-        wait_for("Spark master", master_started, 120, master_log)
-        master_url, webui = reported[-1]
+        master_url, webui = wait_for("Spark master", master_started, 120, master_log)
         self.state["master"] = {"url": master_url, "webui_port": webui}
         self.save()
         for n in range(1, workers + 1):
