@@ -100,11 +100,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm", type=int, default=3, help="cycles left out first (default 3)")
     parser.add_argument("--cycles", type=int, default=6, help="cycles timed (default 6)")
     parser.add_argument("--changes", type=int, default=100, help="changes a cycle (default 100)")
+    parser.add_argument(
+        "--compact-files",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after each cycle, compact the tables that gained N files, as `run --every "
+        "--compact-files N` does (timed as `compact_grown_tables`; default 0: never)",
+    )
     args = parser.parse_args(argv)
     # dbt's own progress lines would bury the cycles' (its file log keeps them).
     os.environ.setdefault("DBT_QUIET", "true")
 
     from pyspark_jobs.config import load_config
+    from pyspark_jobs.file_growth import FileGrowth
+    from pyspark_jobs.maintain import compact_grown_tables
     from pyspark_jobs.pipeline import run_pipeline
     from pyspark_jobs.session import get_spark
     from pyspark_jobs.settings import Settings
@@ -123,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     # (then they are updates too): the changes a cycle applies are the same count.
     workload.keys = {t: 100 for t in workload.tables}
     timed: list[tuple[float, dict[str, float]]] = []
+    growth = FileGrowth(args.compact_files)
     for cycle in range(args.warm + args.cycles):
         table = workload.tables[cycle % 3]
         workload.write(args.work / "landing", {table: args.changes}, now_ms=int(time.time() * 1000))
@@ -130,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             code = run_pipeline(spark, settings, config, log=lambda _: None)
             wall = time.perf_counter() - started
+        if args.compact_files:
+            started = time.perf_counter()
+            compact_grown_tables(spark, growth, log=print)
+            spent["compact_grown_tables"] = time.perf_counter() - started
         steps = {k: round(v, 2) for k, v in sorted(spent.items(), key=lambda kv: -kv[1])}
         print(f"cycle {cycle}: exit {code}, {wall:.2f} s: {steps}", flush=True)
         if cycle >= args.warm:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from pyspark_jobs.config import ConfigError, LakehouseConfig, load_config
+from pyspark_jobs.file_growth import SUGGESTED_THRESHOLD
 from pyspark_jobs.locks import LockBusy
 from pyspark_jobs.settings import Settings, SettingsError
 
@@ -75,6 +76,17 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """argparse type of ``--compact-files``: a whole number, not negative."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
     return value
 
 
@@ -142,9 +154,13 @@ def cmd_gold(ctx: Context, args: argparse.Namespace) -> int:
 def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
     from pyspark_jobs.bronze.ingest import chosen_sources, ingest_locks
 
-    if args.maintain_every is not None and args.every is None:
-        print("lakehouse run: --maintain-every needs --every", file=sys.stderr)
-        return EXIT_USAGE
+    for flag, value in (
+        ("--maintain-every", args.maintain_every),
+        ("--compact-files", args.compact_files),
+    ):
+        if value is not None and args.every is None:
+            print(f"lakehouse run: {flag} needs --every", file=sys.stderr)
+            return EXIT_USAGE
     # As for ingest: refuse a concurrent run before booting a JVM on the same metastore
     # (and before importing the layers: Great Expectations alone takes seconds).
     with ingest_locks(ctx.settings, chosen_sources(ctx.config), lambda: ctx.spark):
@@ -161,6 +177,7 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
             log=_log,
             take_locks=False,
             maintain_every_seconds=args.maintain_every,
+            compact_files=args.compact_files or 0,
         )
 
 
@@ -343,6 +360,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --every: also run `lakehouse maintain` (every layer) between two cycles "
         "once SECONDS have passed since the start or the last maintenance (e.g. 3600: "
         "each cycle adds files that later cycles read)",
+    )
+    run.add_argument(
+        "--compact-files",
+        type=_count,
+        metavar="N",
+        help="with --every: between two cycles, compact (OPTIMIZE) each table that gained "
+        f"N data files since the loop last compacted it (e.g. {SUGGESTED_THRESHOLD}; default: "
+        "never); a table's files are counted from its Delta log",
     )
     run.set_defaults(handler=cmd_run)
 

@@ -62,11 +62,17 @@ def table_bytes(spark: SparkSession, table: str) -> int | None:
     return int(checksum.get().tableSizeBytes()) if checksum.isDefined() else None
 
 
+def data_files(spark: SparkSession, table: str) -> int | None:
+    """The number of data files of the table's current version, from its commit's
+    checksum; None when there is none."""
+    checksum = current_snapshot(spark, table).checksumOpt()
+    return int(checksum.get().numFiles()) if checksum.isDefined() else None
+
+
 def holds_files(spark: SparkSession, table: str) -> bool:
     """False when the table's checksum says it has no data file (so no row): a scan of it
     would cost a file-listing job for nothing. True when it has files, or no checksum."""
-    checksum = current_snapshot(spark, table).checksumOpt()
-    return not checksum.isDefined() or int(checksum.get().numFiles()) > 0
+    return data_files(spark, table) != 0
 
 
 @dataclass(frozen=True)

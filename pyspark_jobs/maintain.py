@@ -47,6 +47,8 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import LakehouseConfig
+from pyspark_jobs.delta_log import data_files
+from pyspark_jobs.file_growth import FileGrowth
 from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE
 from pyspark_jobs.gold.rebuild import REBUILDS_TABLE, unfinished_rebuilds
 from pyspark_jobs.gold.staging import PENDING_TABLE
@@ -291,8 +293,8 @@ def _raise_retention(spark: SparkSession, table: str, hours: int) -> None:
     )
 
 
-def _optimize(spark: SparkSession, table: str) -> tuple[int, int]:
-    """OPTIMIZE: (files removed, files written)."""
+def optimize_table(spark: SparkSession, table: str) -> tuple[int, int]:
+    """OPTIMIZE ``table``: (files removed, files written)."""
     row = spark.sql(f"optimize {_quoted(table)}").first()
     if row is None or row["metrics"] is None:
         return 0, 0
@@ -335,7 +337,7 @@ def maintain_table(
     if detail["format"] != "delta":
         return None
     files = int(detail["numFiles"] or 0)
-    compacted, written = (0, 0) if dry_run else _optimize(spark, table)
+    compacted, written = (0, 0) if dry_run else optimize_table(spark, table)
     retention = table_retention(spark, table, detail["properties"], gold_version, rebuilds)
     if retention.raised and not dry_run:
         _raise_retention(spark, table, retention.hours)
@@ -407,3 +409,42 @@ def _maintain(
                 log(result.line())
                 done.append(result)
     return done
+
+
+def lake_files(spark: SparkSession) -> dict[str, int]:
+    """Every Delta table of the lake (each layer's and the pipeline's state tables) ->
+    its data files, from its Delta log (no Spark job); a table whose log has no checksum
+    is left out."""
+    files = {}
+    for layer in LAYERS:
+        for table in layer_tables(spark, layer):
+            count = data_files(spark, table)
+            if count is not None:
+                files[table] = count
+    return files
+
+
+def compact_grown_tables(
+    spark: SparkSession, growth: FileGrowth, log: Callable[[str], None] = print
+) -> dict[str, tuple[int, int]]:
+    """OPTIMIZE the tables ``growth`` finds due (``file_growth``), ``THREADS`` at a time;
+    one log line each. Returns table -> (files removed, files written).
+
+    Only OPTIMIZE: its commit changes no data, so silver's watermark on bronze and gold's
+    change feed skip it as they skip ``maintain``'s; the files it replaces stay on disk
+    until a VACUUM. The caller holds the pipeline's locks, as for ``maintain``.
+    """
+    files = lake_files(spark)
+    due = growth.due(files)
+    if not due:
+        return {}
+    with ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="compact") as pool:
+        results = dict(zip(due, pool.map(lambda t: optimize_table(spark, t), due), strict=True))
+    for table, (removed, written) in results.items():
+        growth.compacted(table, files[table] - removed + written)
+        log(
+            f"compacted {table}: {removed} files into {written} ({files[table]} before)"
+            if removed
+            else f"compaction of {table}: nothing to compact ({files[table]} files)"
+        )
+    return results

@@ -23,9 +23,10 @@ from pyspark.sql import SparkSession
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.catalog import lookups_kept
 from pyspark_jobs.config import LakehouseConfig
+from pyspark_jobs.file_growth import FileGrowth
 from pyspark_jobs.gold.apply import TableApply
 from pyspark_jobs.gold.rebuild import apply_gold_finishing_rebuilds
-from pyspark_jobs.maintain import maintain
+from pyspark_jobs.maintain import compact_grown_tables, maintain
 from pyspark_jobs.quality.gate_reuse import gate_in_run
 from pyspark_jobs.quality.gates import GateResult
 from pyspark_jobs.quality.gx_context import data_docs_index
@@ -176,6 +177,7 @@ def run_continuously(
     log: Callable[[str], None] = print,
     take_locks: bool = True,
     maintain_every_seconds: float | None = None,
+    compact_files: int = 0,
     clock: Callable[[], float] = time.monotonic,
 ) -> int:
     """Run the pipeline in cycles in this session until ``stop`` is set; return 0.
@@ -191,9 +193,13 @@ def run_continuously(
     or the last maintenance, every table is maintained (``maintain.maintain``) before the
     next cycle: a loop that holds the pipeline's locks for good leaves no gap for a
     separate ``lakehouse maintain``.
+
+    ``compact_files``: between two cycles, each table that gained that many data files
+    since the loop last compacted it is compacted (``file_growth``; 0: never, the default).
     """
     cycle = 0
     maintained = clock()
+    growth = FileGrowth(compact_files)
     while not stop.is_set():
         cycle += 1
         started = clock()
@@ -210,6 +216,8 @@ def run_continuously(
             log(f"cycle {cycle}: maintaining the tables")
             maintain(spark, config, log=log)
             maintained = clock()
+        elif compact_files > 0 and not stop.is_set():
+            compact_grown_tables(spark, growth, log=log)
         stop.wait(max(0.0, every_seconds - (clock() - started)))
     log(f"run --every: stop requested; ended after cycle {cycle}")
     return EXIT_OK

@@ -201,3 +201,32 @@ def test_config_abuse_exits_2_before_spark_and_writes_nothing(
     assert out.stdout == ""
     assert _listing(tmp_path) == before
     assert time.time() - started < 30  # a JVM and a run take minutes
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--compact-files", "5"], "lakehouse run: --compact-files needs --every"),
+        (["--maintain-every", "60"], "lakehouse run: --maintain-every needs --every"),
+        (
+            ["--every", "30", "--compact-files", "-1"],
+            "lakehouse run: error: argument --compact-files: must be 0 or more: '-1'",
+        ),
+        (
+            ["--every", "30", "--compact-files", "many"],
+            "lakehouse run: error: argument --compact-files: not a whole number: 'many'",
+        ),
+    ],
+)
+def test_loop_only_flags_are_refused_before_spark(tmp_path: Path, flags: list[str], expected: str):
+    """The continuous loop's flags: refused without ``--every`` or with a bad count, exit 2
+    and one line naming the flag, before a JVM starts."""
+    out = subprocess.run(
+        [*LAKEHOUSE, "--lake-root", str(tmp_path / "lake"), "run", *flags],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[-1] == expected
+    assert not (tmp_path / "lake").exists()

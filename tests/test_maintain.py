@@ -21,12 +21,14 @@ from pyspark.sql import SparkSession
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import load_config
 from pyspark_jobs.delta_log import latest_version
+from pyspark_jobs.file_growth import FileGrowth
 from pyspark_jobs.gold.apply import apply_gold
 from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE
 from pyspark_jobs.gold.rebuild import ensure_rebuilds_table, record_rebuild
 from pyspark_jobs.maintain import (
     LAYERS,
     TableMaintenance,
+    compact_grown_tables,
     interval_hours,
     layer_tables,
     maintain,
@@ -266,7 +268,8 @@ def test_later_runs_end_as_without_maintain(spark: SparkSession, outcome: Outcom
 
 def test_run_every_maintains_between_cycles(monkeypatch: pytest.MonkeyPatch):
     """``run --every --maintain-every``: maintenance between two cycles, once the interval
-    has passed (a clock that a cycle moves 10 s; maintenance every 25 s)."""
+    has passed (a clock that a cycle moves 10 s; maintenance every 25 s), and between the
+    others the compaction of grown tables (``compact_files``)."""
     from pyspark_jobs import pipeline
 
     now = [0.0]
@@ -282,6 +285,7 @@ def test_run_every_maintains_between_cycles(monkeypatch: pytest.MonkeyPatch):
 
     monkeypatch.setattr(pipeline, "run_pipeline", cycle)
     monkeypatch.setattr(pipeline, "maintain", lambda *_, **__: events.append("maintain"))
+    monkeypatch.setattr(pipeline, "compact_grown_tables", lambda *_, **__: events.append("compact"))
     code = pipeline.run_continuously(
         None,  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
@@ -290,11 +294,15 @@ def test_run_every_maintains_between_cycles(monkeypatch: pytest.MonkeyPatch):
         stop=stop,
         log=lambda _: None,
         maintain_every_seconds=25,
+        compact_files=50,
         clock=lambda: now[0],
     )
     assert code == 0
-    # After cycles 3 (30 s) and 6 (60 s); none after the last, stopped, cycle.
-    assert events == ["cycle"] * 3 + ["maintain"] + ["cycle"] * 3 + ["maintain", "cycle"]
+    # After cycles 3 (30 s) and 6 (60 s); nothing after the last, stopped, cycle.
+    assert events == ["cycle", "compact"] * 2 + ["cycle", "maintain"] + [
+        "cycle",
+        "compact",
+    ] * 2 + ["cycle", "maintain", "cycle"]
 
 
 def test_an_unfinished_rebuild_keeps_the_version_it_reads(
@@ -324,3 +332,32 @@ def test_an_unfinished_rebuild_keeps_the_version_it_reads(
     )
     record_rebuild(spark, "m_rebuilt", 1, finished=True)
     assert "(retain 0 h: the table's deleted-file retention)" in gold_line()
+
+
+def test_the_loop_compacts_the_tables_that_grew_and_only_those(
+    spark: SparkSession, empty_lake: Settings
+):
+    """``compact_grown_tables``: counted from each table's Delta log, a table that gained
+    the threshold of files is compacted (its rows as they were), the others are not
+    touched, and a compacted table is due again only after as many new files."""
+    spark.sql("create database if not exists gold")
+    spark.sql("create table gold.m_grown (id bigint) using delta")
+    spark.sql("create table gold.m_quiet (id bigint) using delta")
+    for n in range(3):
+        spark.sql(f"insert into gold.m_grown values ({n})")
+    spark.sql("insert into gold.m_quiet values (7)")
+    quiet_version = latest_version(spark, "gold.m_quiet")
+    growth = FileGrowth(threshold=3)
+    lines: list[str] = []
+
+    assert compact_grown_tables(spark, growth, log=lines.append) == {"gold.m_grown": (3, 1)}
+    assert lines == ["compacted gold.m_grown: 3 files into 1 (3 before)"]
+    assert sorted(r.id for r in spark.table("gold.m_grown").collect()) == [0, 1, 2]
+    assert latest_version(spark, "gold.m_quiet") == quiet_version
+
+    for n in (3, 4):
+        spark.sql(f"insert into gold.m_grown values ({n})")
+        assert compact_grown_tables(spark, growth, log=lines.append) == {}
+    spark.sql("insert into gold.m_grown values (5)")
+    assert compact_grown_tables(spark, growth, log=lines.append) == {"gold.m_grown": (4, 1)}
+    assert sorted(r.id for r in spark.table("gold.m_grown").collect()) == [0, 1, 2, 3, 4, 5]

@@ -1,5 +1,6 @@
 """``lakehouse run --every``: warm cycles, a file landed mid-run reaches gold, SIGTERM ends
-the loop after the cycle in flight."""
+the loop after the cycle in flight, and the tables compacted between two cycles
+(``--compact-files``) change nothing the next cycle reads or applies."""
 
 from __future__ import annotations
 
@@ -59,7 +60,10 @@ def test_cycles_pick_up_a_landed_file_and_sigterm_ends_after_the_cycle(
     landing = config.source("shop_debezium").landing
     assert landing is not None
     lake = tmp_path / "lake"
-    running = Lakehouse(lake, tmp_path / "config" / "sources.yml", "run", "--every", "1")
+    # Every table holding a file is compacted after cycle 1 (not after the last cycle).
+    running = Lakehouse(
+        lake, tmp_path / "config" / "sources.yml", "run", "--every", "1", "--compact-files", "1"
+    )
     try:
         # Cycle 1's bronze is over once gold reports: a file landed now is the next
         # cycle's, and that cycle is asked to stop as soon as it starts.
@@ -81,6 +85,16 @@ def test_cycles_pick_up_a_landed_file_and_sigterm_ends_after_the_cycle(
         "cycle 2: succeeded",
     ]
     assert "run --every: stop requested; ended after cycle 2" in running.lines
+    # Between the cycles, and nothing after the last one.
+    compaction = ("compacted ", "compaction of ")
+    cycle_2 = running.lines.index("cycle 2: started")
+    compacted = {
+        line.split(":")[0].split()[-1]
+        for line in running.lines[:cycle_2]
+        if line.startswith(compaction)
+    }
+    assert {"bronze.cdc_raw", "silver.change_log", "gold.users"} <= compacted
+    assert not any(line.startswith(compaction) for line in running.lines[cycle_2:])
     assert running.lines[-1].startswith("lakehouse run: done in ")
 
     gold = spark.read.format("delta").load(str(lake / "warehouse" / "gold.db" / "users"))
