@@ -68,26 +68,27 @@ class Context:
         return self._spark
 
 
-def _seconds(text: str) -> float:
-    """argparse type of ``--every``: a number of seconds, not negative."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text!r}")
-    return value
+def _not_negative(
+    convert: Callable[[str], float], what: str, unit: str = ""
+) -> Callable[[str], float]:
+    """An argparse type: ``convert(text)``, refused with a line naming ``what`` it must be
+    when it is not one, or when it is negative (or NaN)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        if not value >= 0:
+            raise argparse.ArgumentTypeError(f"must be 0 or more{unit}: {text!r}")
+        return value
+
+    return parse
 
 
-def _count(text: str) -> int:
-    """argparse type of ``--compact-files``: a whole number, not negative."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
-    return value
+# ``--every`` and the other intervals; ``--compact-files``.
+_seconds = _not_negative(float, "a number of seconds", " seconds")
+_count = _not_negative(int, "a whole number")
 
 
 def _stop_on_signals() -> threading.Event:
