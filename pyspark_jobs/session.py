@@ -31,6 +31,11 @@ COLLECTOR = "-XX:+UseParallelGC"
 _NAMES_COLLECTOR = re.compile(r"-XX:\+Use\w*GC\b")
 
 
+METASTORE_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
+DERBY_URL = "jdbc:derby:;databaseName="
+HMS_RETRIES = "spark.hadoop.hive.hmshandler.retry.attempts"
+
+
 def _wants_collector(settings: Settings) -> bool:
     return settings.long_lived and not _NAMES_COLLECTOR.search(settings.driver_java_options)
 
@@ -41,13 +46,18 @@ def project_conf(settings: Settings) -> dict[str, str]:
     The committed dbt profile (``profiles.yml``) repeats these for analysts' own
     ``dbt run``; ``tests/test_session.py`` keeps the two in step.
     """
-    metastore_url = f"jdbc:derby:;databaseName={settings.metastore_dir};create=true"
+    metastore_url = f"{DERBY_URL}{settings.metastore_dir};create=true"
     return {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.warehouse.dir": settings.warehouse_dir,
-        "spark.hadoop.javax.jdo.option.ConnectionURL": metastore_url,
+        METASTORE_URL: metastore_url,
         "spark.sql.catalogImplementation": "hive",
+        # Embedded Derby admits one JVM. When another holds it, Hive's metastore handler
+        # retries ten times, two seconds apart, for each client Spark opens: an analyst's
+        # bare `dbt run` beside a pipeline JVM failed after 80 s instead of 22. Retrying
+        # cannot help there; a shared metastore keeps Hive's retries (``spark_conf``).
+        HMS_RETRIES: "1",
         # Not Hive's default: a new folder in /tmp per JVM, so one per scheduled run.
         "spark.hadoop.hive.downloaded.resources.dir": str(settings.hive_resources_dir),
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
@@ -83,8 +93,7 @@ def project_conf(settings: Settings) -> dict[str, str]:
 def uses_embedded_metastore(settings: Settings) -> bool:
     """Whether the session's catalog is the lake's embedded Derby database, which admits
     one JVM at a time (a shared metastore named in the outside settings admits many)."""
-    url = spark_conf(settings)["spark.hadoop.javax.jdo.option.ConnectionURL"]
-    return url.startswith("jdbc:derby:;databaseName=")
+    return spark_conf(settings)[METASTORE_URL].startswith(DERBY_URL)
 
 
 def spark_conf(settings: Settings, scratch_dir: Path | None = None) -> dict[str, str]:
@@ -107,6 +116,8 @@ def spark_conf(settings: Settings, scratch_dir: Path | None = None) -> dict[str,
     if not any(key in outside for key in _JAR_SOURCES):
         conf["spark.jars"] = ",".join(local_jars())
     conf.update(outside)
+    if not conf[METASTORE_URL].startswith(DERBY_URL) and HMS_RETRIES not in outside:
+        del conf[HMS_RETRIES]
     if settings.driver_java_options:
         # Added to the driver's flags, the project's or the outside settings' own.
         options = conf.get("spark.driver.extraJavaOptions", "")

@@ -10,7 +10,7 @@ import pytest
 
 from pyspark_jobs.cli import Context, build_parser
 from pyspark_jobs.jars import PACKAGES, local_jars, packages_conf
-from pyspark_jobs.session import spark_conf
+from pyspark_jobs.session import HMS_RETRIES, METASTORE_URL, spark_conf
 from pyspark_jobs.settings import DEFAULT_CONFIG, Settings, SettingsError
 
 LAKEHOUSE = [sys.executable, "-m", "pyspark_jobs.cli"]
@@ -86,6 +86,17 @@ def test_spark_defaults_file_then_conf_flags_win_over_the_project(tmp_path: Path
     assert conf["spark.hadoop.javax.jdo.option.ConnectionPassword"] == "s3cret"
     # the project's own settings stay where nobody overrides them
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+
+
+def test_only_the_embedded_metastore_gives_up_at_its_first_failure():
+    # Derby admits one JVM: Hive's retries only delay the error a bare `dbt` beside a
+    # pipeline command gets (80 s instead of 22). A shared metastore keeps them.
+    embedded = spark_conf(Settings.from_env({}))
+    assert embedded[HMS_RETRIES] == "1"
+    shared = Settings.from_env({}).with_conf([(METASTORE_URL, "jdbc:postgresql://db/hive")])
+    assert HMS_RETRIES not in spark_conf(shared)
+    chosen = shared.with_conf([(HMS_RETRIES, "3")])
+    assert spark_conf(chosen)[HMS_RETRIES] == "3"
 
 
 def test_a_secret_missing_from_the_environment_names_the_line(tmp_path: Path):

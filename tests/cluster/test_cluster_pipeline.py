@@ -5,11 +5,11 @@ standalone master with two workers, a Thrift Server), then `lakehouse run` on th
 with the cluster's settings and a `file://` lake root: the jobs are an application of the
 master with executors on both workers, silver is built by dbt through the Thrift Server.
 The jobs keep cycling (`run --every`) while an analyst's `dbt run` and `dbt test` go
-through the same Thrift Server, and then, once a new change has landed, while the
-analyst's `dbt run` of silver's models starts at the same moment as the cycle's own
-silver build: both insert into `silver.change_log` and Delta lets one commit win. The
-pipeline must go on (a build that lost builds again), the analyst's run either succeeds or
-fails naming the conflict, and no change may land twice (the analyst's `dbt test`). Then
+through the same Thrift Server: once a new change has landed, the analyst's `dbt run`
+starts at the same moment as the cycle's own silver build: both insert into
+`silver.change_log` and Delta lets one commit win. The pipeline must go on (a build that
+lost builds again), the analyst's run either succeeds or fails naming the conflict, and
+no change may land twice (the analyst's `dbt test`). Then
 everything stops (and nothing may be left running, whatever failed), and gold must equal
 a local run on a plain-path lake with the embedded Derby metastore, which compiles every
 plan where the cluster's gold ran its small tables interpreted.
@@ -260,12 +260,10 @@ def test_the_pipeline_on_the_cluster_matches_the_local_run(
             assert len(jvms) >= 7, jvms
             assert all(SHORT_JVM_OPTIONS in cmdline for cmdline in jvms), jvms
 
-            # An analyst on the same catalog, while the jobs application holds it too.
-            dbt(["run"], env)
-            phases.done("analyst dbt run")
-
-            # A new change, and the analyst's build of silver started with the next
-            # cycle's: both insert the change into silver.change_log.
+            # An analyst on the same catalog, while the jobs application holds it too: a
+            # new change, and the analyst's `dbt run` (silver's models and the mart)
+            # started with the next cycle's silver build: both insert the change into
+            # silver.change_log.
             landing = config.source("shop_debezium").landing
             assert landing is not None
             land_new_user(landing)
@@ -277,7 +275,7 @@ def test_the_pipeline_on_the_cluster_matches_the_local_run(
                 if line.startswith("cycle ") and line.endswith(": started")
             )
             output.wait_for("silver: building", timeout=600)
-            analyst = analyst_dbt(["run", "--select", "silver"], env)
+            analyst = analyst_dbt(["run"], env)
             ended = output.wait_for(f"{cycle}: succeeded", f"{cycle}: stopped", timeout=900)
             analyst_out, _ = analyst.communicate(timeout=900)
             assert "succeeded" in ended, "\n".join(output.seen[-60:])
@@ -287,14 +285,14 @@ def test_the_pipeline_on_the_cluster_matches_the_local_run(
                 # The analyst's run lost the race: dbt names Delta's conflict, and the
                 # analyst's path is to run again.
                 assert "DELTA_CONCURRENT" in analyst_out, analyst_out[-6000:]
-                dbt(["run", "--select", "silver"], env)
+                dbt(["run"], env)
             print(
-                f"cluster test: {cycle}: the analyst's silver run "
+                f"cluster test: {cycle}: the analyst's run "
                 f"{'succeeded' if analyst_won else 'lost'}; "
                 f"the pipeline's build lost {len(pipeline_lost)} time(s)",
                 flush=True,
             )
-            phases.done("analyst's silver run beside the pipeline's")
+            phases.done("analyst's dbt run beside the pipeline's silver build")
             # Each change landed once (unique_change_log_change_id), whoever won.
             dbt(["test"], env)
             phases.done("analyst dbt test")
