@@ -30,7 +30,6 @@ COLLECTOR = "-XX:+UseParallelGC"
 # name one, the project's is left out.
 _NAMES_COLLECTOR = re.compile(r"-XX:\+Use\w*GC\b")
 
-
 METASTORE_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
 DERBY_URL = "jdbc:derby:;databaseName="
 HMS_RETRIES = "spark.hadoop.hive.hmshandler.retry.attempts"
@@ -53,11 +52,6 @@ def project_conf(settings: Settings) -> dict[str, str]:
         "spark.sql.warehouse.dir": settings.warehouse_dir,
         METASTORE_URL: metastore_url,
         "spark.sql.catalogImplementation": "hive",
-        # Embedded Derby admits one JVM. When another holds it, Hive's metastore handler
-        # retries ten times, two seconds apart, for each client Spark opens: an analyst's
-        # bare `dbt run` beside a pipeline JVM failed after 80 s instead of 22. Retrying
-        # cannot help there; a shared metastore keeps Hive's retries (``spark_conf``).
-        HMS_RETRIES: "1",
         # Not Hive's default: a new folder in /tmp per JVM, so one per scheduled run.
         "spark.hadoop.hive.downloaded.resources.dir": str(settings.hive_resources_dir),
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
@@ -116,8 +110,12 @@ def spark_conf(settings: Settings, scratch_dir: Path | None = None) -> dict[str,
     if not any(key in outside for key in _JAR_SOURCES):
         conf["spark.jars"] = ",".join(local_jars())
     conf.update(outside)
-    if not conf[METASTORE_URL].startswith(DERBY_URL) and HMS_RETRIES not in outside:
-        del conf[HMS_RETRIES]
+    if conf[METASTORE_URL].startswith(DERBY_URL):
+        # Embedded Derby admits one JVM. When another holds it, Hive's metastore handler
+        # retries ten times, two seconds apart, for each client Spark opens: an analyst's
+        # bare `dbt run` beside a pipeline JVM failed after 80 s instead of 22. Retrying
+        # cannot help there; a shared metastore keeps Hive's retries.
+        conf.setdefault(HMS_RETRIES, "1")
     if settings.driver_java_options:
         # Added to the driver's flags, the project's or the outside settings' own.
         options = conf.get("spark.driver.extraJavaOptions", "")
