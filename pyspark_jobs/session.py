@@ -33,6 +33,7 @@ _NAMES_COLLECTOR = re.compile(r"-XX:\+Use\w*GC\b")
 METASTORE_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
 DERBY_URL = "jdbc:derby:;databaseName="
 HMS_RETRIES = "spark.hadoop.hive.hmshandler.retry.attempts"
+PAGE_SIZE = "spark.buffer.pageSize"
 
 
 def _wants_collector(settings: Settings) -> bool:
@@ -64,6 +65,14 @@ def project_conf(settings: Settings) -> dict[str, str]:
         # Delta rebuilds a table's snapshot with this many tasks; the default 50 makes every
         # small table pay for 50 tasks on each read.
         "spark.databricks.delta.snapshotPartitions": "2",
+        # Every hash map of a task (an aggregation's, a hash join's table) takes a whole
+        # memory page for its first row, and Spark sizes pages from the heap: 32 MiB in
+        # the suite's 3 GiB driver. Gold's fold-property test allocated 14 GB of such
+        # pages in 150 s, for a few rows each, and its collector kept moving 1.4 GB of
+        # them; with 2 MiB pages gold's crash-point test ran 163 -> 137 s
+        # (docs/performance.md). A row larger than a page gets a page of its own, so bulk
+        # data only asks for more pages.
+        PAGE_SIZE: "2m",
         # Spark 4.2 injects runtime Bloom filters into gold's fold joins (the checkpointed
         # side carries no size), and the filter's generated code fails to compile
         # (`Expression "java.lang.Long" is not an rvalue`): Spark falls back to

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from pyspark_jobs.cli import Context, build_parser
-from pyspark_jobs.session import COLLECTOR, spark_conf
+from pyspark_jobs.session import COLLECTOR, PAGE_SIZE, spark_conf
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 from tests import conftest
 
@@ -152,6 +152,15 @@ def test_no_runtime_bloom_filter_is_injected_into_a_join(spark):
     finally:
         spark.conf.unset(threshold)
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
+def test_a_tasks_hash_map_and_a_broadcast_hash_table_take_small_pages(spark):
+    # A page per hash map, sized from the heap, was 32 MiB in the suite's driver and
+    # 64 MiB for a broadcast's table (built on the driver with a memory manager of its own,
+    # configured from the JVM's system properties): gigabytes of pages for a few rows.
+    jvm = spark.sparkContext._jvm
+    assert jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes() == 2 * 1024**2
+    assert jvm.org.apache.spark.SparkConf().get(PAGE_SIZE) == "2m"
 
 
 def test_driver_java_options_from_the_environment_come_after_the_projects_own():
