@@ -65,11 +65,11 @@ def project_conf(settings: Settings) -> dict[str, str]:
         # Delta rebuilds a table's snapshot with this many tasks; the default 50 makes every
         # small table pay for 50 tasks on each read.
         "spark.databricks.delta.snapshotPartitions": "2",
-        # Every hash map of a task (an aggregation's, a hash join's table) takes a whole
-        # memory page for its first row, and Spark sizes pages from the heap: 32 MiB in
-        # the suite's 3 GiB driver. Gold's fold-property test allocated 14 GB of such
-        # pages in 150 s, for a few rows each, and its collector kept moving 1.4 GB of
-        # them; with 2 MiB pages gold's crash-point test ran 163 -> 137 s
+        # Every hash map and sort buffer of a task (an aggregation's, a hash join's table)
+        # takes a whole memory page for its first row, and Spark sizes pages from the
+        # heap: 32 MiB in the suite's 3 GiB driver. Gold's fold-property test allocated
+        # 17 GB of such pages in 150 s, for a few rows each, and its collector kept moving
+        # 1.4 GB of them; with 2 MiB pages gold's crash-point test ran 163 -> 137 s
         # (docs/performance.md). A row larger than a page gets a page of its own, so bulk
         # data only asks for more pages.
         PAGE_SIZE: "2m",
