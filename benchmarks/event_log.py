@@ -12,7 +12,9 @@ are the driver's alone: planning, Delta's log work, Python, dbt.
     .venv/bin/python -m benchmarks.event_log DIR [--start EPOCH --end EPOCH]
 
 ``benchmarks.warm_cycles --event-log DIR`` records one and prints this table for each
-timed cycle.
+timed cycle. With ``--scans`` it prints instead, per step and table, the files and bytes
+its scans read (Spark's scan metrics, as the SQL tab shows them): how much of a table a
+step reads.
 """
 
 from __future__ import annotations
@@ -27,6 +29,15 @@ from pathlib import Path
 
 JOB_START = "SparkListenerJobStart"
 JOB_END = "SparkListenerJobEnd"
+_SQL_EVENTS = "org.apache.spark.sql.execution.ui."
+SQL_START = _SQL_EVENTS + "SparkListenerSQLExecutionStart"
+SQL_PLAN_UPDATE = _SQL_EVENTS + "SparkListenerSQLAdaptiveExecutionUpdate"
+DRIVER_METRICS = _SQL_EVENTS + "SparkListenerDriverAccumUpdates"
+# A file scan of a catalog table, as its plan node is named ("Scan parquet
+# spark_catalog.silver.change_log"), and the two driver metrics of what it read.
+TABLE_SCAN = re.compile(r"^Scan \w+ (?:spark_catalog\.)?(?P<table>\w+\.\w+)$")
+FILES_READ = "number of files read"
+BYTES_READ = "size of files read"
 # Delta prefixes its jobs' descriptions with this, once per layer of its own work.
 DELTA_PREFIX = "Delta: "
 # What Delta appends to the description of the step it works for.
@@ -182,23 +193,107 @@ def table(cost: WindowCost) -> list[str]:
     return lines
 
 
+@dataclass
+class ScanReads:
+    """What one step's scans of one table read."""
+
+    step: str
+    table: str
+    scans: int = 0
+    files: int = 0
+    bytes: int = 0
+
+
+def _plan_nodes(node: dict) -> Iterator[dict]:
+    yield node
+    for child in node.get("children", []):
+        yield from _plan_nodes(child)
+
+
+def scan_reads(
+    events: Iterable[dict], start: float | None = None, end: float | None = None
+) -> list[ScanReads]:
+    """Per step (the SQL query's description) and table, the files and bytes its file
+    scans read, for the queries started between ``start`` and ``end`` (epoch seconds).
+
+    A scan's metrics are accumulators its plan names (the plan as started, and as adaptive
+    execution re-plans it, which keeps the scan's accumulators); the driver posts their
+    values once the files are chosen."""
+    metric_of: dict[int, tuple[int, str]] = {}  # accumulator -> (scan, metric)
+    scan_of: dict[int, tuple[str, str]] = {}  # scan -> (step, table)
+    step_of_query: dict[int, str] = {}
+    values: dict[int, int] = {}
+    for event in events:
+        kind = event.get("Event")
+        if kind == SQL_START:
+            at = event["time"] / 1000
+            if (start is None or at >= start) and (end is None or at <= end):
+                step_of_query[event["executionId"]] = step_of(event.get("description"))
+        if kind in (SQL_START, SQL_PLAN_UPDATE) and event["executionId"] in step_of_query:
+            step = step_of_query[event["executionId"]]
+            for node in _plan_nodes(event["sparkPlanInfo"]):
+                scan = TABLE_SCAN.match(node.get("nodeName", ""))
+                named = {m["name"]: m["accumulatorId"] for m in node.get("metrics", [])}
+                if scan is None or FILES_READ not in named:
+                    continue
+                key = named[FILES_READ]  # the scan's own: one per scan node
+                scan_of[key] = (step, scan["table"])
+                for metric in (FILES_READ, BYTES_READ):
+                    if metric in named:
+                        metric_of[named[metric]] = (key, metric)
+        elif kind == DRIVER_METRICS:
+            for accumulator, value in event.get("accumUpdates", []):
+                if accumulator in metric_of:
+                    values[accumulator] = max(values.get(accumulator, 0), int(value))
+    reads: dict[tuple[str, str], ScanReads] = {}
+    read = {key: [0, 0] for key in scan_of}
+    for accumulator, (key, metric) in metric_of.items():
+        read[key][0 if metric == FILES_READ else 1] += values.get(accumulator, 0)
+    for key, (step, table) in scan_of.items():
+        entry = reads.setdefault((step, table), ScanReads(step, table))
+        entry.scans += 1
+        entry.files += read[key][0]
+        entry.bytes += read[key][1]
+    return sorted(reads.values(), key=lambda r: (r.table, -r.bytes, r.step))
+
+
+def scans_table(reads: list[ScanReads]) -> list[str]:
+    """``reads`` as markdown lines."""
+    lines = ["| table | step | scans | files read | MiB read |", "|---|---|---:|---:|---:|"]
+    for r in reads:
+        lines.append(f"| {r.table} | {r.step} | {r.scans} | {r.files} | {r.bytes / 2**20:.2f} |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.event_log",
-        description="Per pipeline step, the Spark jobs of an (uncompressed) event log.",
+        description=(
+            "Per pipeline step, the Spark jobs of an (uncompressed) event log, or the "
+            "files and bytes its scans read of each table (--scans)."
+        ),
     )
     parser.add_argument(
         "path", type=Path, help="an event log file, a rolling log's folder, or spark.eventLog.dir"
     )
     parser.add_argument("--start", type=float, help="from this time (epoch seconds)")
     parser.add_argument("--end", type=float, help="until this time (epoch seconds)")
+    parser.add_argument(
+        "--scans",
+        action="store_true",
+        help="per step and table, the files and bytes its scans read, instead of the jobs",
+    )
     args = parser.parse_args(argv)
     try:
-        cost = step_costs(read_events(args.path), args.start, args.end)
+        events = read_events(args.path)
+        if args.scans:
+            lines = scans_table(scan_reads(events, args.start, args.end))
+        else:
+            lines = table(step_costs(events, args.start, args.end))
     except (OSError, CompressedEventLog) as error:
         print(f"event_log: {error}", file=sys.stderr)
         return 2
-    print("\n".join(table(cost)))
+    print("\n".join(lines))
     return 0
 
 

@@ -16,6 +16,8 @@ from benchmarks.event_log import (
     CompressedEventLog,
     log_files,
     read_events,
+    scan_reads,
+    scans_table,
     step_costs,
     step_of,
 )
@@ -131,7 +133,8 @@ def test_a_compressed_log_is_refused_with_the_setting_that_avoids_it(tmp_path: P
 def test_jobs_started_by_threads_of_a_named_step_carry_its_name(tmp_path: Path):
     """A real Spark event log: the snapshot loads a step runs on a thread pool
     (``snapshots.load_snapshots``) carry the step's name; before they did not, and a
-    24-table warm cycle's gold gate had 74 jobs under no step."""
+    24-table warm cycle's gold gate had 74 jobs under no step. And a named step's read of
+    a table shows in its scans with every file the table holds."""
     events_dir = tmp_path / "events"
     events_dir.mkdir()
     script = (
@@ -150,6 +153,10 @@ def test_jobs_started_by_threads_of_a_named_step_carry_its_name(tmp_path: Path):
         "    spark.range(3, 5).write.format('delta').mode('append').saveAsTable(name)\n"
         "with named_jobs(spark, 'probe: load snapshots'):\n"
         "    load_snapshots(spark, ['a', 'b'])\n"
+        "files = spark.sql('describe detail a').first()['numFiles']\n"
+        "with named_jobs(spark, 'probe: read a'):\n"
+        "    spark.table('a').collect()\n"
+        "print('FILES', files)\n"
         "spark.stop()\n"
     )
     out = subprocess.run(
@@ -163,3 +170,83 @@ def test_jobs_started_by_threads_of_a_named_step_carry_its_name(tmp_path: Path):
     steps = {s.step: s for s in step_costs(read_events(events_dir)).steps}
     # ``describe detail`` of each table: at least a job each, all named.
     assert steps["probe: load snapshots"].jobs >= 2, steps
+    (files,) = [int(s.split()[1]) for s in out.stdout.splitlines() if s.startswith("FILES ")]
+    reads = {(r.step, r.table): r for r in scan_reads(read_events(events_dir))}
+    read_a = reads["probe: read a", "default.a"]
+    assert (read_a.scans, read_a.files) == (1, files), reads
+    assert read_a.bytes > 0
+
+
+def _scan(node_id: int, table: str, files: int, size: int) -> dict:
+    """A file scan's plan node, its two driver metrics numbered from ``node_id``."""
+    return {
+        "nodeName": f"Scan parquet spark_catalog.{table}",
+        "metrics": [
+            {"name": "number of output rows", "accumulatorId": node_id * 10},
+            {"name": "number of files read", "accumulatorId": node_id * 10 + 1},
+            {"name": "size of files read", "accumulatorId": node_id * 10 + 2},
+        ],
+        "children": [],
+    }
+
+
+def _query(execution: int, at: float, description: str, *scans: dict) -> dict:
+    plan = {"nodeName": "AdaptiveSparkPlan", "metrics": [], "children": list(scans)}
+    return {
+        "Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart",
+        "executionId": execution,
+        "description": description,
+        "time": int(at * 1000),
+        "sparkPlanInfo": plan,
+    }
+
+
+def _driver_metrics(execution: int, *updates: tuple[int, int]) -> dict:
+    return {
+        "Event": "org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates",
+        "executionId": execution,
+        "accumUpdates": [list(u) for u in updates],
+    }
+
+
+def test_scans_sum_the_files_and_bytes_each_step_read_of_each_table():
+    events = [
+        # A join reading the change log twice (two scans), and one gold table.
+        _query(
+            1,
+            100.0,
+            "gold: fold inputs of the graph family",
+            _scan(1, "silver.change_log", 0, 0),
+            _scan(2, "silver.change_log", 0, 0),
+            _scan(3, "gold.tg_person", 0, 0),
+        ),
+        _driver_metrics(1, (11, 4), (12, 4000), (21, 4), (22, 4000), (31, 1), (32, 500)),
+        # Adaptive execution re-plans the query with the same scan: not counted again.
+        {
+            "Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate",
+            "executionId": 1,
+            "sparkPlanInfo": _scan(1, "silver.change_log", 0, 0),
+        },
+        # Delta's description of its own work names the step it works for.
+        _query(2, 101.0, "Delta: silver gate: summary: Filtering files for query"),
+        _query(3, 101.5, "silver gate: summary", _scan(4, "silver.change_log", 0, 0)),
+        _driver_metrics(3, (41, 8), (42, 2**20)),
+        # Before the window: not counted.
+        _query(4, 90.0, "silver gate: summary", _scan(5, "silver.change_log", 0, 0)),
+        _driver_metrics(4, (51, 8), (52, 2**20)),
+        # Not a table's scan (a checkpointed relation): left out.
+        _query(5, 102.0, "gold gate: summary", {"nodeName": "Scan ExistingRDD", "metrics": []}),
+    ]
+    reads = {(r.step, r.table): r for r in scan_reads(events, start=99.0)}
+    assert set(reads) == {
+        ("gold: fold inputs of the graph family", "silver.change_log"),
+        ("gold: fold inputs of the graph family", "gold.tg_person"),
+        ("silver gate: summary", "silver.change_log"),
+    }
+    graph = reads["gold: fold inputs of the graph family", "silver.change_log"]
+    assert (graph.scans, graph.files, graph.bytes) == (2, 8, 8000)
+    person = reads["gold: fold inputs of the graph family", "gold.tg_person"]
+    assert (person.scans, person.files, person.bytes) == (1, 1, 500)
+    gate = reads["silver gate: summary", "silver.change_log"]
+    assert (gate.scans, gate.files, gate.bytes) == (1, 8, 2**20)
+    assert scans_table([gate])[-1] == "| silver.change_log | silver gate: summary | 1 | 8 | 1.00 |"
