@@ -138,6 +138,10 @@ def _covered(intervals: Iterable[tuple[float, float]]) -> float:
     return total
 
 
+def _in_window(at: float, start: float | None, end: float | None) -> bool:
+    return (start is None or at >= start) and (end is None or at <= end)
+
+
 def step_costs(
     events: Iterable[dict], start: float | None = None, end: float | None = None
 ) -> WindowCost:
@@ -150,7 +154,7 @@ def step_costs(
         kind = event.get("Event")
         if kind == JOB_START:
             at = event["Submission Time"] / 1000
-            if (start is None or at >= start) and (end is None or at <= end):
+            if _in_window(at, start, end):
                 properties = event.get("Properties") or {}
                 started[event["Job ID"]] = (at, step_of(properties.get("spark.job.description")))
         elif kind == JOB_END and event["Job ID"] in started:
@@ -219,41 +223,31 @@ def scan_reads(
     A scan's metrics are accumulators its plan names (the plan as started, and as adaptive
     execution re-plans it, which keeps the scan's accumulators); the driver posts their
     values once the files are chosen."""
-    metric_of: dict[int, tuple[int, str]] = {}  # accumulator -> (scan, metric)
-    scan_of: dict[int, tuple[str, str]] = {}  # scan -> (step, table)
+    # A scan node, by its own files metric: (step, table, files metric, bytes metric).
+    scans: dict[int, tuple[str, str, int, int | None]] = {}
     step_of_query: dict[int, str] = {}
     values: dict[int, int] = {}
     for event in events:
         kind = event.get("Event")
-        if kind == SQL_START:
-            at = event["time"] / 1000
-            if (start is None or at >= start) and (end is None or at <= end):
-                step_of_query[event["executionId"]] = step_of(event.get("description"))
+        if kind == SQL_START and _in_window(event["time"] / 1000, start, end):
+            step_of_query[event["executionId"]] = step_of(event.get("description"))
         if kind in (SQL_START, SQL_PLAN_UPDATE) and event["executionId"] in step_of_query:
             step = step_of_query[event["executionId"]]
             for node in _plan_nodes(event["sparkPlanInfo"]):
                 scan = TABLE_SCAN.match(node.get("nodeName", ""))
                 named = {m["name"]: m["accumulatorId"] for m in node.get("metrics", [])}
-                if scan is None or FILES_READ not in named:
-                    continue
-                key = named[FILES_READ]  # the scan's own: one per scan node
-                scan_of[key] = (step, scan["table"])
-                for metric in (FILES_READ, BYTES_READ):
-                    if metric in named:
-                        metric_of[named[metric]] = (key, metric)
+                if scan is not None and FILES_READ in named:
+                    files = named[FILES_READ]
+                    scans[files] = (step, scan["table"], files, named.get(BYTES_READ))
         elif kind == DRIVER_METRICS:
             for accumulator, value in event.get("accumUpdates", []):
-                if accumulator in metric_of:
-                    values[accumulator] = max(values.get(accumulator, 0), int(value))
+                values[accumulator] = max(values.get(accumulator, 0), int(value))
     reads: dict[tuple[str, str], ScanReads] = {}
-    read = {key: [0, 0] for key in scan_of}
-    for accumulator, (key, metric) in metric_of.items():
-        read[key][0 if metric == FILES_READ else 1] += values.get(accumulator, 0)
-    for key, (step, table) in scan_of.items():
+    for step, table, files, size in scans.values():
         entry = reads.setdefault((step, table), ScanReads(step, table))
         entry.scans += 1
-        entry.files += read[key][0]
-        entry.bytes += read[key][1]
+        entry.files += values.get(files, 0)
+        entry.bytes += values.get(size, 0) if size is not None else 0
     return sorted(reads.values(), key=lambda r: (r.table, -r.bytes, r.step))
 
 

@@ -177,7 +177,7 @@ def test_jobs_started_by_threads_of_a_named_step_carry_its_name(tmp_path: Path):
     assert read_a.bytes > 0
 
 
-def _scan(node_id: int, table: str, files: int, size: int) -> dict:
+def _scan(node_id: int, table: str) -> dict:
     """A file scan's plan node, its two driver metrics numbered from ``node_id``."""
     return {
         "nodeName": f"Scan parquet spark_catalog.{table}",
@@ -216,23 +216,23 @@ def test_scans_sum_the_files_and_bytes_each_step_read_of_each_table():
             1,
             100.0,
             "gold: fold inputs of the graph family",
-            _scan(1, "silver.change_log", 0, 0),
-            _scan(2, "silver.change_log", 0, 0),
-            _scan(3, "gold.tg_person", 0, 0),
+            _scan(1, "silver.change_log"),
+            _scan(2, "silver.change_log"),
+            _scan(3, "gold.tg_person"),
         ),
         _driver_metrics(1, (11, 4), (12, 4000), (21, 4), (22, 4000), (31, 1), (32, 500)),
         # Adaptive execution re-plans the query with the same scan: not counted again.
         {
             "Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate",
             "executionId": 1,
-            "sparkPlanInfo": _scan(1, "silver.change_log", 0, 0),
+            "sparkPlanInfo": _scan(1, "silver.change_log"),
         },
         # Delta's description of its own work names the step it works for.
         _query(2, 101.0, "Delta: silver gate: summary: Filtering files for query"),
-        _query(3, 101.5, "silver gate: summary", _scan(4, "silver.change_log", 0, 0)),
+        _query(3, 101.5, "silver gate: summary", _scan(4, "silver.change_log")),
         _driver_metrics(3, (41, 8), (42, 2**20)),
         # Before the window: not counted.
-        _query(4, 90.0, "silver gate: summary", _scan(5, "silver.change_log", 0, 0)),
+        _query(4, 90.0, "silver gate: summary", _scan(5, "silver.change_log")),
         _driver_metrics(4, (51, 8), (52, 2**20)),
         # Not a table's scan (a checkpointed relation): left out.
         _query(5, 102.0, "gold gate: summary", {"nodeName": "Scan ExistingRDD", "metrics": []}),
