@@ -28,9 +28,20 @@ keyed as (
         reject_reason is null and not is_noop
         {% if is_incremental() %}
             and (
-                bronze_commit_version > (
-                    select coalesce(max(lineage.bronze_commit_version), -1) from {{ this }}
-                )
+                {#
+                    The batch model already keeps only the rows landed after the env's
+                    bronze version; the anti join below keeps out what a failed build
+                    appended after it. So with it set, the newest version the log holds
+                    (a read of the whole log) is not needed.
+                #}
+                {% if not env_var('LAKEHOUSE_BATCH_AFTER_BRONZE_VERSION', '') %}
+                    bronze_commit_version > (
+                        select coalesce(max(lineage.bronze_commit_version), -1)
+                        from {{ this }}
+                    )
+                {% else %}
+                    true
+                {% endif %}
                 {% if var('replay_rejects', false) %}
                     or (source, lineage.topic, lineage.`partition`, lineage.`offset`) in (
                         select

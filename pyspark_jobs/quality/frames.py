@@ -159,8 +159,9 @@ def silver_reconciliation(
     is ``unaccounted``.
     ``reject_rate`` = rejected / bronze records.
 
-    The change log's own row constraints (change_id unique and not null, op in the
-    vocabulary, ...) are dbt data tests (models/silver/_silver.yml), not counted here.
+    The change log's own row constraints (change_id not null and unique, op in the
+    vocabulary, ...) are Delta constraints and a dbt data test (models/silver/_silver.yml),
+    not counted here.
 
     ``raw`` needs source, format, topic, partition, offset, key and value; ``log`` source
     and lineage; ``rejects`` source and lineage.

@@ -1,6 +1,6 @@
 """dbt's parse of the project, kept across builds and lakes, so a build skips a full parse.
 
-Before every command dbt parses the project (13 models, 36 data tests, 528 macros) and
+Before every command dbt parses the project (13 models, 31 data tests, 532 macros) and
 saves the result in its target folder (``partial_parse.msgpack``); the next command
 reuses it and parses again only the files that changed, but only when its command-line
 vars, profile and target are those of the saved parse. The pipeline's target folder is in

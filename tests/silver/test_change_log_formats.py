@@ -4,7 +4,8 @@ Three pipeline runs in this module, shared by its tests (each dbt run costs seco
 1. samples + edge cases -> exact change-log rows per format, exact rejects, and the silver
    gate's reconciliation of every bronze record;
 2. the same records redelivered under new offsets + one new change, after a change-log row
-   was removed -> only the new change lands (redelivery recognised, old bronze not re-read);
+   and two of its constraints were removed -> only the new change lands (redelivery
+   recognised, old bronze not re-read), and the constraints are back;
 3. ``--full-refresh`` -> the log rebuilt: run 1's rows plus run 2's new change.
 """
 
@@ -18,6 +19,7 @@ from pyspark.sql import SparkSession
 
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import LakehouseConfig, load_config
+from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.quality.frames import silver_reconciliation
 from pyspark_jobs.settings import Settings
 from pyspark_jobs.silver.dbt_runner import run_dbt
@@ -888,6 +890,37 @@ def test_dbt_data_and_unit_tests_pass_on_the_log(settings, lake):
     assert set(result.statuses.values()) == {"pass"}
 
 
+CONSTRAINTS = {
+    "change_log_change_id_not_null": "cast(null as string) as change_id",
+    "change_log_record_key_not_null": "cast(null as string) as record_key",
+    "change_log_seq_not_null": "cast(null as array<bigint>) as seq",
+    "change_log_op_in_vocabulary": "'upsert_maybe' as op",
+}
+
+
+def _constraints(spark: SparkSession) -> set[str]:
+    properties = spark.sql("show tblproperties silver.change_log").collect()
+    prefix = "delta.constraints."
+    return {r.key.removeprefix(prefix) for r in properties if r.key.startswith(prefix)}
+
+
+@pytest.mark.parametrize("constraint", sorted(CONSTRAINTS))
+def test_the_log_refuses_a_row_that_breaks_a_constraint_and_appends_nothing(
+    spark, lake, constraint
+):
+    # The constraints replace the not_null / accepted_values data tests: a bad row never
+    # lands, where a test found it only after the append.
+    broken = CONSTRAINTS[constraint]
+    column = broken.rsplit(" as ", 1)[1]
+    columns = ", ".join(
+        broken if c == column else c for c in spark.table("silver.change_log").columns
+    )
+    version = latest_version(spark, "silver.change_log")
+    with pytest.raises(Exception, match=constraint):
+        spark.sql(f"insert into silver.change_log select {columns} from silver.change_log limit 1")
+    assert latest_version(spark, "silver.change_log") == version
+
+
 def test_dbt_docs_generate_documents_the_log(settings, lake):
     run_dbt(settings, ["docs", "generate"])
     catalog = json.loads((settings.lake_root / "dbt" / "target" / "catalog.json").read_text())
@@ -912,11 +945,15 @@ def test_dbt_docs_generate_documents_the_log(settings, lake):
 
 @pytest.fixture(scope="module")
 def redelivered(spark: SparkSession, settings: Settings, lake: dict[str, Any]) -> dict[str, Any]:
-    """Run 2: every sample redelivered under new offsets, one new change; a log row removed.
+    """Run 2: every sample redelivered under new offsets, one new change; a log row removed,
+    and two of the log's constraints dropped.
 
     The removed row's bronze record is old: an incremental run must not read it again.
+    The log without two constraints is a lake built before they were declared.
     """
     spark.sql("delete from silver.change_log where format = 'db2' and lineage.offset = 4")
+    spark.sql("alter table silver.change_log drop constraint change_log_op_in_vocabulary")
+    spark.sql("alter table silver.change_log drop constraint change_log_seq_not_null")
     for name, fmt in SAMPLE_FORMATS.items():
         # DB2 and pr-update v2 have no position of their own in the Kafka value: there a
         # redelivery is a new change (docs/formats.md).
@@ -967,6 +1004,12 @@ def test_redelivery_adds_only_the_new_change_and_reads_only_new_bronze(spark, la
             2000,
         ),
     ]
+
+
+def test_a_log_without_its_constraints_gets_them_back_at_the_next_build(spark, redelivered):
+    # dbt-spark adds a model's constraints only when it creates the table; the change
+    # log's post-hook adds the ones it lacks (Delta checks the rows it holds as it does).
+    assert _constraints(spark) == set(CONSTRAINTS)
 
 
 def test_full_refresh_rebuilds_the_same_log(spark, settings, lake, redelivered):
