@@ -207,23 +207,20 @@ def silver_reconciliation(
         .join(in_log, list(POSITION), "left")
         .join(in_rejects, list(POSITION), "left")
     )
-    logged_messages = (
-        located.where(F.col("in_log"))
-        .select(F.col("source").alias("l_source"), F.col("message").alias("l_message"))
-        .distinct()
-        .withColumn("same_as_logged", F.lit(True))
+    # A redelivery: another record of the source with the same message is in the log. A
+    # window over (source, message), not a join of the records with the logged ones, so
+    # bronze is read once (a join read it twice). A null message (a null value) groups
+    # with other null ones, but those records are counted as noops before this applies.
+    same_as_logged = F.max(F.coalesce(F.col("in_log"), F.lit(False))).over(
+        Window.partitionBy("source", "message")
     )
-    classified = located.join(
-        logged_messages,
-        (F.col("source") == F.col("l_source")) & (F.col("message") == F.col("l_message")),
-        "left",
-    ).select(
+    classified = located.select(
         "source",
         F.when(F.col("in_log"), "changes")
         .when(F.col("in_rejects"), "rejected")
         .when(F.col("null_value"), "noops")
         .when(F.col("message_event"), "skipped")
-        .when(F.col("same_as_logged"), "redelivered")
+        .when(same_as_logged, "redelivered")
         .otherwise("unaccounted")
         .alias("status"),
     )

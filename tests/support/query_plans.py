@@ -14,9 +14,9 @@ def seq(items: Any) -> Iterator[Any]:
         yield items.apply(at)
 
 
-def exchanged_columns(frame: DataFrame) -> set[str]:
-    """The columns any shuffle of ``frame``'s physical plan carries (planned without
-    adaptive execution, which would place its shuffles only once it runs)."""
+def _physical_nodes(frame: DataFrame) -> Iterator[Any]:
+    """Every node of ``frame``'s physical plan, planned without adaptive execution (which
+    would place its shuffles, and reuse them, only once it runs)."""
     conf = frame.sparkSession.conf
     adaptive = conf.get("spark.sql.adaptive.enabled")
     conf.set("spark.sql.adaptive.enabled", "false")
@@ -24,10 +24,28 @@ def exchanged_columns(frame: DataFrame) -> set[str]:
         nodes = [frame._jdf.queryExecution().executedPlan()]
     finally:
         conf.set("spark.sql.adaptive.enabled", adaptive)
-    found: set[str] = set()
     while nodes:
         node = nodes.pop()
+        yield node
+        nodes.extend(seq(node.children()))
+
+
+def exchanged_columns(frame: DataFrame) -> set[str]:
+    """The columns any shuffle of ``frame``'s physical plan carries."""
+    found: set[str] = set()
+    for node in _physical_nodes(frame):
         if "Exchange" in node.nodeName():
             found |= {attribute.name() for attribute in seq(node.output())}
-        nodes.extend(seq(node.children()))
     return found
+
+
+def scans_with(frame: DataFrame, column: str) -> int:
+    """How many leaves of ``frame``'s physical plan read a relation with ``column`` (a
+    reused shuffle is a leaf of its own and does not count)."""
+    return sum(
+        1
+        for node in _physical_nodes(frame)
+        if node.children().isEmpty()
+        and "Reused" not in node.nodeName()
+        and column in {attribute.name() for attribute in seq(node.output())}
+    )
