@@ -335,8 +335,11 @@ def test_an_incremental_build_on_a_large_bronze_reads_only_the_files_landed_sinc
     # Only the rows landed since are keyed (the bound above is a second early).
     assert f"bronze_commit_version > {first.bronze_version}" in query
 
+    # With the bound given, the insert does not ask the whole log for its newest version.
+    assert "max(lineage.bronze_commit_version)" not in query
+
     # The next batch's new bounds reach dbt as environment variables: dbt parses again
-    # only the two files that read them, not the whole project as for a changed var, and
+    # only the files that read them, not the whole project as for a changed var, and
     # compiles the new values.
     write_lines(landing / "last.jsonl", [record("shop.public.users", 901, {"USER_ID": 991}, EVENT)])
     ingest(spark, empty_lake, config, log=lambda _: None)
@@ -356,3 +359,22 @@ def test_an_incremental_build_on_a_large_bronze_reads_only_the_files_landed_sinc
         F.col("lineage.bronze_commit_version") > second.bronze_version
     )
     assert [r["record_key"] for r in new.collect()] == ['{"USER_ID":"991"}']
+
+    # The third build as if it had failed after its append (a data test): not recorded,
+    # so the next build starts after the second one's bronze version and keys 991 again;
+    # the anti join on change_id keeps it out of the log a second time.
+    spark.sql(f"delete from {build.BUILDS_TABLE} where bronze_version = {third.bronze_version}")
+    write_lines(landing / "4.jsonl", [record("shop.public.users", 902, {"USER_ID": 992}, EVENT)])
+    ingest(spark, empty_lake, config, log=lambda _: None)
+    fourth = build_silver(spark, empty_lake, config, log=lambda _: None)
+    assert fourth.kind == "incremental"
+    assert f"bronze_commit_version > {second.bronze_version}" in _compiled(
+        empty_lake, "silver/change_log"
+    )
+    new = spark.table("silver.change_log").where(
+        F.col("lineage.bronze_commit_version") > second.bronze_version
+    )
+    assert sorted(r["record_key"] for r in new.collect()) == [
+        '{"USER_ID":"991"}',
+        '{"USER_ID":"992"}',
+    ]
