@@ -14,5 +14,6 @@ def macro_sql(name: str, *arguments: str) -> str:
     """The SQL of the project macro ``name`` over these argument expressions. Every macro
     of ``macros/`` is in scope, as in dbt, so a macro may call one from another file."""
     project = "\n".join(path.read_text() for path in sorted(MACROS.glob("*.sql")))
-    module = jinja2.Environment().from_string(project).module
+    # dbt's environment has the `do` statement (macros that run queries use it).
+    module = jinja2.Environment(extensions=["jinja2.ext.do"]).from_string(project).module
     return str(getattr(module, name)(*arguments))
