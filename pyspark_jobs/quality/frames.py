@@ -209,11 +209,10 @@ def silver_reconciliation(
     )
     # A redelivery: another record of the source with the same message is in the log. A
     # window over (source, message), not a join of the records with the logged ones, so
-    # bronze is read once (a join read it twice). A null message (a null value) groups
-    # with other null ones, but those records are counted as noops before this applies.
-    same_as_logged = F.max(F.coalesce(F.col("in_log"), F.lit(False))).over(
-        Window.partitionBy("source", "message")
-    )
+    # bronze is read once (a join read it twice). ``in_log`` is true or null, so is the
+    # max. A null message (a null value) groups with other null ones, but those records
+    # are counted as noops before this applies.
+    same_as_logged = F.max("in_log").over(Window.partitionBy("source", "message"))
     classified = located.select(
         "source",
         F.when(F.col("in_log"), "changes")
