@@ -76,7 +76,17 @@ new_changes as (
     select first_delivery.*
     from first_delivery
     {% if is_incremental() %}
-        left anti join {{ this }} as logged on first_delivery.change_id = logged.change_id
+        {#
+            A change id includes its source: on a batch of a few sources (the pipeline
+            sets the variable to their quoted names, pyspark_jobs/silver/build.py) only
+            their partitions of the log can hold it.
+        #}
+        left anti join (
+            select change_id
+            from {{ this }}
+            {% set sources = env_var('LAKEHOUSE_BATCH_SOURCES', '') %}
+            where {{ 'source in (' ~ sources ~ ')' if sources else 'true' }}
+        ) as logged on first_delivery.change_id = logged.change_id
     {% endif %}
     where delivery = 1
 ),

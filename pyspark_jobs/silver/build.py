@@ -40,7 +40,10 @@ from bronze's log, no Spark job). The dbt var ``batch_formats`` names the format
 rows when not all did, and on a large bronze the environment variable ``SINCE_MS_ENV``
 bounds the rows' ``ingested_at`` from below (the least of the new files' statistics), so
 Delta skips the older files (passed with ``batch_formats``, which then names every
-format), with ``AFTER_VERSION_ENV``, which keeps exactly the rows landed since.
+format), with ``AFTER_VERSION_ENV``, which keeps exactly the rows landed since. On a
+change log as the last build left it, ``SOURCES_ENV`` names the sources that got rows:
+the log's reads of itself (the anti join on ``change_id``, the ``unique`` test) read
+only their partitions (``_batch_sources``).
 ``batch_formats`` makes the keyed model ephemeral: inlined over those formats' staging
 models, read from that moment on; the stored view is left as the last full build made
 it. Planning the keyed view over every format is most of a small build (a batch of 100
@@ -108,9 +111,14 @@ PRUNE_BRONZE_ABOVE_BYTES = 8 * 1024 * 1024
 # The bounds of such a build reach dbt as environment variables, not vars: they change
 # every build, and dbt parses the whole project again when a var changes, but only the
 # files that read an environment variable when its value changes (a parse 4.0-4.7 s ->
-# 1.9 s, docs/operations.md). Every build sets or unsets both.
+# 1.9 s, docs/operations.md). Every build sets or unsets each of them.
 SINCE_MS_ENV = "LAKEHOUSE_BATCH_INGESTED_SINCE_MS"
 AFTER_VERSION_ENV = "LAKEHOUSE_BATCH_AFTER_BRONZE_VERSION"
+# The sources with new bronze rows, quoted and comma-separated (SQL's list: source
+# names are identifiers, config validation), set when the log is as the last
+# build left it, tested: the change log's reads of its own rows (the anti join on
+# change_id, the unique test) read only those sources' partitions (``_batch_sources``).
+SOURCES_ENV = "LAKEHOUSE_BATCH_SOURCES"
 # Builds of one step before it gives up on commit races: a retry finds the winner's
 # changes landed, so it loses again only if the other writer commits again meanwhile.
 COMMIT_RACE_ATTEMPTS = 3
@@ -153,10 +161,11 @@ def used_formats(config: LakehouseConfig) -> list[str]:
 
 @dataclass(frozen=True)
 class NewBronze:
-    """What bronze landed after the last build: the formats of its sources, and a lower
-    bound of its rows' ``ingested_at`` (None when a file has no statistics)."""
+    """What bronze landed after the last build: its sources and their formats, and a
+    lower bound of its rows' ``ingested_at`` (None when a file has no statistics)."""
 
     formats: list[str]
+    sources: list[str]
     ingested_since_ms: int | None
 
 
@@ -177,7 +186,7 @@ def new_bronze(
     least = [_epoch_ms(file.min_value("ingested_at")) for file in files]
     known = [moment for moment in least if moment is not None]
     since = min(known) if known and len(known) == len(least) else None
-    return NewBronze(sorted({by_name[name] for name in sources}), since)
+    return NewBronze(sorted({by_name[name] for name in sources}), sorted(sources), since)
 
 
 def _epoch_ms(text: str | None) -> int | None:
@@ -266,14 +275,13 @@ def build_silver(
     new_entities = publish_entities(spark, config)
     last = None if full_refresh else _last_build(spark)
     built = all(table_exists(spark, t) for t in SILVER_TABLES)
-    unchanged = (
-        built and last is not None and last == (bronze, fingerprint, _silver_versions(spark))
-    )
+    versions = _silver_versions(spark) if built and last is not None else None
+    unchanged = last is not None and last == (bronze, fingerprint, versions)
     if unchanged and not new_entities and not dbt_vars:
         log(f"silver: nothing new since the last build (bronze version {bronze})")
         return SilverBuild("skipped", bronze)
     variables: dict[str, Any] = {"cdc_formats": formats, **(dbt_vars or {})}
-    bounds: dict[str, str | None] = {SINCE_MS_ENV: None, AFTER_VERSION_ENV: None}
+    bounds: dict[str, str | None] = {SINCE_MS_ENV: None, AFTER_VERSION_ENV: None, SOURCES_ENV: None}
     if last is not None and last[1] == fingerprint and built:
         kind = "incremental"
         selected = f"{PIPELINE_SELECTOR},config.materialized:incremental"
@@ -281,6 +289,7 @@ def build_silver(
         narrowed, batch_bounds = _batch_narrowing(spark, batch, formats, last[0], log)
         variables.update(narrowed)
         bounds.update(batch_bounds)
+        bounds.update(_batch_sources(batch, tested=last[2] == versions))
         args = [*_BUILD, "--select", selected, "--vars", json.dumps(variables)]
     else:
         kind = "full"
@@ -349,6 +358,22 @@ def _batch_narrowing(
     return variables, bounds
 
 
+def _batch_sources(batch: NewBronze | None, tested: bool) -> dict[str, str]:
+    """``SOURCES_ENV`` when the build's new rows are known to come from ``batch``'s
+    sources and the log is as the last build left it (``tested``: its data tests passed
+    on it), else nothing.
+
+    A change id includes its source, so a new change can equal only a logged change of
+    its own source, and a duplicate can only appear within a source the build appends
+    to: the anti join and the unique test read those partitions of the log and nothing
+    else. After a build that failed (or any other writer), the tests read the whole log
+    again, so a duplicate of any source is still found (and found again until it is
+    gone)."""
+    if batch is None or not batch.sources or not tested:
+        return {}
+    return {SOURCES_ENV: ", ".join(f"'{source}'" for source in batch.sources)}
+
+
 def _run_dbt_winning_commit_races(
     settings: Settings,
     args: Sequence[str],
@@ -366,6 +391,8 @@ def _run_dbt_winning_commit_races(
         except DbtFailed as failed:
             if attempt == COMMIT_RACE_ATTEMPTS or not lost_a_commit_race(failed):
                 raise
+            # The winner wrote the log: the next attempt tests all of it.
+            environment = {**environment, SOURCES_ENV: None}
             lost = ", ".join(line.split(" ", 1)[0] for line in failed.failures)
             log(
                 f"silver: another writer committed to silver first ({lost}: Delta's "

@@ -16,6 +16,18 @@ from tests.conftest import samples_dir
 _COMMITTED = Path(__file__).resolve().parents[2] / "config" / "sources.yml"
 
 
+# A Debezium insert of a new user into the samples' shop.public.users (USER_ID 990): a new
+# record for a lake built from the samples.
+NEW_USER = {
+    "op": "c",
+    "before": None,
+    "after": {"USER_ID": 990, "TAX_CODE": "tc-990", "NAME": "Cy", "COINS": 1},
+    "source": {"db": "shop", "schema": "public", "table": "users", "ts_ms": 1700000900000,
+               "lsn": 99001},
+    "ts_ms": 1700000900001,
+}  # fmt: skip
+
+
 def record(topic: str, offset: int, key: Any, value: Any, ts: int = 1700000000000) -> dict:
     """One Kafka record as a landing line holds it."""
     return {

@@ -9,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -23,18 +24,17 @@ from pyspark_jobs.silver.build import (
     build_silver,
     new_bronze,
 )
+from pyspark_jobs.silver.dbt_runner import DbtTestsFailed
 from pyspark_jobs.silver.entity_registry import ENTITIES_TABLE
-from tests.silver.landing import copy_sample, record, sample_records, write_config, write_lines
+from tests.silver.landing import (
+    NEW_USER,
+    copy_sample,
+    record,
+    sample_records,
+    write_config,
+    write_lines,
+)
 from tests.support.killed_creation import leave_killed_creation
-
-EVENT = {
-    "op": "c",
-    "before": None,
-    "after": {"USER_ID": 990, "TAX_CODE": "tc-990", "NAME": "Cy", "COINS": 1},
-    "source": {"db": "shop", "schema": "public", "table": "users", "ts_ms": 1700000900000,
-               "lsn": 99001},
-    "ts_ms": 1700000900001,
-}  # fmt: skip
 
 
 def test_nothing_new_skips_dbt_and_new_bronze_runs_only_the_incremental_models(
@@ -53,7 +53,9 @@ def test_nothing_new_skips_dbt_and_new_bronze_runs_only_the_incremental_models(
     logged = spark.table("silver.change_log").count()
     again = build_silver(spark, empty_lake, config, **quiet)
 
-    write_lines(landing / "more.jsonl", [record("shop.public.users", 900, {"USER_ID": 990}, EVENT)])
+    write_lines(
+        landing / "more.jsonl", [record("shop.public.users", 900, {"USER_ID": 990}, NEW_USER)]
+    )
     ingest(spark, empty_lake, config, **quiet)
     more = build_silver(spark, empty_lake, config, **quiet)
 
@@ -149,7 +151,7 @@ def test_a_build_that_loses_a_commit_race_builds_again_and_lands_each_change_onc
         assert rounds <= 4, f"no commit race in {rounds - 1} rounds: {other_writer}"
         other_writer.clear()
         user = 990 + rounds
-        event = {**EVENT, "after": {**EVENT["after"], "USER_ID": user}}
+        event = {**NEW_USER, "after": {**NEW_USER["after"], "USER_ID": user}}
         write_lines(
             landing / f"more-{rounds}.jsonl",
             [record("shop.public.users", 900 + rounds, {"USER_ID": user}, event)],
@@ -164,6 +166,8 @@ def test_a_build_that_loses_a_commit_race_builds_again_and_lands_each_change_onc
     print(f"the build lost a commit race in round {rounds}")
     assert other_writer == [None], "the other writer committed first"
     assert any(line.endswith("attempt 2 of 3") for line in logged), logged
+    # The winner wrote the log: the next attempt tested all of it.
+    assert "where source in" not in _compiled(empty_lake, UNIQUE_TEST)
     changes = spark.table("silver.change_log")
     assert changes.count() == changes.select("change_id").distinct().count()
     landed = changes.where(F.col("record_key").like('{"USER_ID":"99%"}')).select("record_key")
@@ -179,6 +183,10 @@ def _cassandra_insert(offset: int, customer: int) -> dict:
     value["after"]["id"]["value"] = customer
     key = {**sample["key"], "id": customer}
     return {**sample, "offset": offset, "key": key, "value": value}
+
+
+# The compiled data test of change_id's uniqueness (_compiled).
+UNIQUE_TEST = "silver/_silver.yml/unique_change_log_change_id"
 
 
 def _compiled(settings: Settings, model: str) -> str:
@@ -211,7 +219,7 @@ def test_an_incremental_build_reads_only_the_formats_with_new_bronze_rows(
     config = load_config(write_config(tmp_path / "both.yml", landings))
     ingest(spark, empty_lake, config, **quiet)
     first = build_silver(spark, empty_lake, config, **quiet)
-    assert new_bronze(spark, config, first.bronze_version) == build.NewBronze([], None)
+    assert new_bronze(spark, config, first.bronze_version) == build.NewBronze([], [], None)
     # A full build keys bronze once, into the table both silver models read.
     assert _keyed_reads(empty_lake, "change_log") == ["the batch table"]
     assert _keyed_reads(empty_lake, "change_log_rejects") == ["the batch table"]
@@ -222,7 +230,7 @@ def test_an_incremental_build_reads_only_the_formats_with_new_bronze_rows(
     # Two ingests and no build between: both formats are new to silver.
     write_lines(cassandra / "more.jsonl", [_cassandra_insert(900, 1990)])
     ingest(spark, empty_lake, config, **quiet)
-    user = record("shop.public.users", 900, {"USER_ID": 990}, EVENT)
+    user = record("shop.public.users", 900, {"USER_ID": 990}, NEW_USER)
     write_lines(debezium / "more.jsonl", [user])
     ingest(spark, empty_lake, config, **quiet)
     landed = new_bronze(spark, config, first.bronze_version)
@@ -233,8 +241,11 @@ def test_an_incremental_build_reads_only_the_formats_with_new_bronze_rows(
     second = build_silver(spark, empty_lake, config, log=logged.append)
     # Every configured format is new: the stored view serves as well.
     assert _keyed_reads(empty_lake, "change_log") == ["the keyed view"]
+    both = "source in ('inventory_cassandra', 'shop_debezium')"
+    assert both in _compiled(empty_lake, "silver/change_log")
+    assert both in _compiled(empty_lake, UNIQUE_TEST)
 
-    event = {**EVENT, "after": {**EVENT["after"], "USER_ID": 991}}
+    event = {**NEW_USER, "after": {**NEW_USER["after"], "USER_ID": 991}}
     user = record("shop.public.users", 901, {"USER_ID": 991}, event)
     write_lines(debezium / "last.jsonl", [user])
     ingest(spark, empty_lake, config, **quiet)
@@ -242,6 +253,15 @@ def test_an_incremental_build_reads_only_the_formats_with_new_bronze_rows(
 
     assert (second.kind, third.kind) == ("incremental", "incremental")
     assert _keyed_reads(empty_lake, "change_log") == ["debezium"]
+    # The log's reads of itself (the anti join on change_id, the unique test) read the
+    # Debezium source's partition only: a change id includes its source.
+    debezium_files = len(
+        spark.table("silver.change_log").where("source = 'shop_debezium'").inputFiles()
+    )
+    for compiled in ("silver/change_log", UNIQUE_TEST):
+        query = _compiled(empty_lake, compiled)
+        assert "source in ('shop_debezium')" in query
+        assert _files_read(spark, query, "silver.change_log") == debezium_files
     assert _keyed_reads(empty_lake, "change_log_rejects") == ["debezium"]
     assert "silver: new bronze rows of debezium only: the keyed model reads those" in logged
     new_keys = {
@@ -258,10 +278,24 @@ def test_an_incremental_build_reads_only_the_formats_with_new_bronze_rows(
     # The stored view still unions every configured format (analysts read it).
     assert _unioned_formats(spark) == ["cassandra", "debezium"]
 
+    # A duplicate of a Cassandra change written by another hand, then a batch of Debezium
+    # rows only: the log changed since the last tested build, so the test reads all of
+    # it, and finds the duplicate.
+    spark.table("silver.change_log").where("source = 'inventory_cassandra'").limit(1).write.format(
+        "delta"
+    ).mode("append").saveAsTable("silver.change_log")
+    event = {**NEW_USER, "after": {**NEW_USER["after"], "USER_ID": 992}}
+    write_lines(debezium / "4.jsonl", [record("shop.public.users", 902, {"USER_ID": 992}, event)])
+    ingest(spark, empty_lake, config, **quiet)
+    with pytest.raises(DbtTestsFailed, match="unique_change_log_change_id"):
+        build_silver(spark, empty_lake, config, **quiet)
+    assert "where source in" not in _compiled(empty_lake, UNIQUE_TEST)
+    assert "where source in" not in _compiled(empty_lake, "silver/change_log")
 
-def _bronze_files_read(spark: SparkSession, query: str) -> int:
-    """Run ``query`` and count the bronze files its scans read (Spark's scan metrics, in
-    the final plan of adaptive execution)."""
+
+def _files_read(spark: SparkSession, query: str, table: str = "bronze.cdc_raw") -> int:
+    """Run ``query`` and count the files of ``table`` its scans read (Spark's scan
+    metrics, in the final plan of adaptive execution)."""
     frame = spark.sql(query)
     frame.collect()
     files = 0
@@ -273,7 +307,7 @@ def _bronze_files_read(spark: SparkSession, query: str) -> int:
             continue
         if "QueryStage" in node.nodeName():
             pending.append(node.plan())
-        if "cdc_raw" in node.nodeName() and node.metrics().contains("numFiles"):
+        if node.nodeName().endswith(f".{table}") and node.metrics().contains("numFiles"):
             files += int(node.metrics().get("numFiles").get().value())
         children = node.children().iterator()
         while children.hasNext():
@@ -296,7 +330,9 @@ def test_an_incremental_build_on_a_large_bronze_reads_only_the_files_landed_sinc
     first = build_silver(spark, empty_lake, config, log=lambda _: None)
     old_files = spark.sql("describe detail bronze.cdc_raw").first()["numFiles"]  # type: ignore[index]
 
-    write_lines(landing / "more.jsonl", [record("shop.public.users", 900, {"USER_ID": 990}, EVENT)])
+    write_lines(
+        landing / "more.jsonl", [record("shop.public.users", 900, {"USER_ID": 990}, NEW_USER)]
+    )
     ingest(spark, empty_lake, config, log=lambda _: None)
     landed = new_bronze(spark, config, first.bronze_version)
     second = build_silver(spark, empty_lake, config, log=logged.append)
@@ -327,7 +363,7 @@ def test_an_incremental_build_on_a_large_bronze_reads_only_the_files_landed_sinc
     query = _compiled(empty_lake, "silver/change_log")
     assert f"timestamp_millis({since})" in query
     new_files = spark.sql("describe detail bronze.cdc_raw").first()["numFiles"] - old_files  # type: ignore[index]
-    assert _bronze_files_read(spark, query) == new_files
+    assert _files_read(spark, query) == new_files
     new = spark.table("silver.change_log").where(
         F.col("lineage.bronze_commit_version") > first.bronze_version
     )
@@ -341,7 +377,9 @@ def test_an_incremental_build_on_a_large_bronze_reads_only_the_files_landed_sinc
     # The next batch's new bounds reach dbt as environment variables: dbt parses again
     # only the files that read them, not the whole project as for a changed var, and
     # compiles the new values.
-    write_lines(landing / "last.jsonl", [record("shop.public.users", 901, {"USER_ID": 991}, EVENT)])
+    write_lines(
+        landing / "last.jsonl", [record("shop.public.users", 901, {"USER_ID": 991}, NEW_USER)]
+    )
     ingest(spark, empty_lake, config, log=lambda _: None)
     landed = new_bronze(spark, config, second.bronze_version)
     third = build_silver(spark, empty_lake, config, log=lambda _: None)
@@ -364,7 +402,7 @@ def test_an_incremental_build_on_a_large_bronze_reads_only_the_files_landed_sinc
     # so the next build starts after the second one's bronze version and keys 991 again;
     # the anti join on change_id keeps it out of the log a second time.
     spark.sql(f"delete from {build.BUILDS_TABLE} where bronze_version = {third.bronze_version}")
-    write_lines(landing / "4.jsonl", [record("shop.public.users", 902, {"USER_ID": 992}, EVENT)])
+    write_lines(landing / "4.jsonl", [record("shop.public.users", 902, {"USER_ID": 992}, NEW_USER)])
     ingest(spark, empty_lake, config, log=lambda _: None)
     fourth = build_silver(spark, empty_lake, config, log=lambda _: None)
     assert fourth.kind == "incremental"
