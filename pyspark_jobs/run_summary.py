@@ -136,8 +136,9 @@ def format_summary(summary: RunSummary) -> str:
         if gate.get("reused_from"):
             line += f"  not validated: nothing it checks changed since run {gate['reused_from']}"
         elif gate.get("rows_from"):
+            unit = "tables" if layer == "gold" else "sources"
             line += (
-                f"  counted again: {len(gate.get('recounted', []))} changed tables; "
+                f"  counted again: {len(gate.get('recounted', []))} changed {unit}; "
                 f"the others' rows from run {gate['rows_from']}"
             )
         lines.append(line)

@@ -400,6 +400,24 @@ def build_frame(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSp
     return _BUILDERS[spec.frame](spark, config, spec)
 
 
+# The frames with one row per source that reads nothing but that source's rows of the
+# layer's tables (each partitioned by source): ``source_frame`` builds their rows of a
+# few sources.
+SOURCE_FRAMES = ("bronze_reconciliation", "silver_reconciliation")
+
+
+def source_frame(
+    spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec, sources: Collection[str]
+) -> DataFrame:
+    """The rows of ``sources`` of a ``SOURCE_FRAMES`` summary frame, reading only those
+    sources' partitions: each row is the one the whole frame has for its source."""
+    if spec.frame == "bronze_reconciliation":
+        return _bronze(spark, config, spec, sources)
+    if spec.frame == "silver_reconciliation":
+        return _silver(spark, config, spec, sources)
+    raise ValueError(f"{spec.frame} has no row per source")
+
+
 def frame_tables(config: LakehouseConfig, layer: str) -> tuple[str, ...]:
     """The tables a layer's summary frame reads (each builder requires exactly these)."""
     if layer == "bronze":
@@ -427,27 +445,47 @@ class MissingTable(RuntimeError):
     """The gate's table is not there: the layer has not been built."""
 
 
-def _sources(spark: SparkSession, config: LakehouseConfig) -> DataFrame:
-    """Every configured source, so a source with no records still gets its row."""
-    return spark.createDataFrame([(s.name,) for s in config.sources], "source string")
+def _sources(
+    spark: SparkSession, config: LakehouseConfig, only: Collection[str] | None
+) -> DataFrame:
+    """Every configured source (of ``only``), so a source with no records still gets its
+    row."""
+    names = [s.name for s in config.sources if only is None or s.name in only]
+    return spark.createDataFrame([(name,) for name in names], "source string")
 
 
-def _bronze(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
+def _of_sources(spark: SparkSession, table: str, only: Collection[str] | None) -> DataFrame:
+    """``table``'s rows (of the sources ``only``: its partitions of them)."""
+    rows = spark.table(table)
+    return rows if only is None else rows.where(F.col("source").isin(*only))
+
+
+def _bronze(
+    spark: SparkSession,
+    config: LakehouseConfig,
+    spec: CheckpointSpec,
+    only: Collection[str] | None = None,
+) -> DataFrame:
     _require(spark, *frame_tables(config, "bronze"))
     return bronze_reconciliation(
-        _sources(spark, config),
-        spark.table(RAW_TABLE).select(*COORDINATES),
-        spark.table(QUARANTINE_TABLE).select("source"),
+        _sources(spark, config, only),
+        _of_sources(spark, RAW_TABLE, only).select(*COORDINATES),
+        _of_sources(spark, QUARANTINE_TABLE, only).select("source"),
     )
 
 
-def _silver(spark: SparkSession, config: LakehouseConfig, spec: CheckpointSpec) -> DataFrame:
+def _silver(
+    spark: SparkSession,
+    config: LakehouseConfig,
+    spec: CheckpointSpec,
+    only: Collection[str] | None = None,
+) -> DataFrame:
     _require(spark, *frame_tables(config, "silver"))
     return silver_reconciliation(
-        _sources(spark, config),
-        spark.table(RAW_TABLE),
-        spark.table(CHANGE_LOG),
-        spark.table(REJECTS),
+        _sources(spark, config, only),
+        _of_sources(spark, RAW_TABLE, only),
+        _of_sources(spark, CHANGE_LOG, only),
+        _of_sources(spark, REJECTS, only),
     )
 
 

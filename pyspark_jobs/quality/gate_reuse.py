@@ -26,8 +26,9 @@ Safe by construction:
   links to it);
 - ``lakehouse validate`` never looks here: it always validates.
 
-When the gold gate must validate, it counts again only the gold tables that changed
-(``gold_plan``, below; docs/quality.md).
+When a gate must validate, it counts again only the rows of what changed: the gold gate
+the gold tables that changed (``gold_plan``), the bronze and silver gates the sources
+whose partitions of their tables were appended to (``source_plan``; docs/quality.md).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from pyspark.sql import SparkSession
 
 from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.delta_log import version_with_id
+from pyspark_jobs.delta_log import appended_rows_since, version_with_id
 from pyspark_jobs.errors import describe
 from pyspark_jobs.gold.staging import PENDING_TABLE
 from pyspark_jobs.gold.tables import TOMBSTONES_TABLE, gold_table_name
@@ -246,15 +247,11 @@ def tables_to_recount(
     ``previous``, a stored passed gold validation: those whose version or slice differs,
     or that it has no row of. None when no row can be taken from it: anything but the
     tables changed (config, definitions, code), or it kept no slices."""
-    before = previous["inputs"]
-    if any(before.get(k) != inputs.get(k) for k in ("layer", "config", "definitions", "code")):
-        return None
     kept = previous.get("slices")
-    checkpoints = previous["result"].get("checkpoints") or [{}]
-    if not isinstance(kept, dict) or len(checkpoints) != 1:
+    if not _same_definitions(previous, inputs) or not isinstance(kept, dict):
         return None
-    counted = {row.get("table") for row in checkpoints[0].get("rows") or []}
-    versions, now = before.get("tables") or {}, inputs["tables"]
+    counted = {row.get("table") for row in _rows(previous)}
+    versions, now = previous["inputs"].get("tables") or {}, inputs["tables"]
     return sorted(
         table
         for table, fingerprint in slices.items()
@@ -265,20 +262,36 @@ def tables_to_recount(
 
 
 @dataclass
-class GoldPlan:
-    """How the gold gate computes its summary in this run: ``summary`` for ``run_gate``,
-    the ``slices`` to keep with its result, and, when rows are taken from an earlier
-    validation, the tables ``recounted`` and the run ``rows_from``."""
+class CountPlan:
+    """How a gate computes its summary in this run: ``summary`` for ``run_gate``, the gold
+    ``slices`` to keep with its result, and, when rows are taken from an earlier
+    validation, the tables or sources ``recounted`` of ``rows`` in all and the run
+    ``rows_from``."""
 
     summary: Callable[[CheckpointSpec], Summary]
-    slices: dict[str, str]
+    slices: dict[str, str] | None = None
     recounted: list[str] | None = None
+    rows: int = 0
     rows_from: str = ""
+
+
+def _same_definitions(previous: dict[str, Any], inputs: dict[str, Any]) -> bool:
+    """Whether ``previous`` (a stored passed validation) was of the same layer, config,
+    definitions and code as ``inputs``, and of one checkpoint: its rows may be reused."""
+    before = previous["inputs"]
+    if any(before.get(k) != inputs.get(k) for k in ("layer", "config", "definitions", "code")):
+        return False
+    return len(previous["result"].get("checkpoints") or [{}]) == 1
+
+
+def _rows(previous: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = previous["result"]["checkpoints"][0].get("rows") or []
+    return rows
 
 
 def gold_plan(
     spark: SparkSession, settings: Settings, config: LakehouseConfig, inputs: dict[str, Any]
-) -> GoldPlan:
+) -> CountPlan:
     """The gold summary at the pinned versions of ``inputs``: of the changed tables only,
     with the others' rows from the last passed validation, when there is one to take
     them from; else of every table."""
@@ -291,10 +304,10 @@ def gold_plan(
         def whole(spec: CheckpointSpec) -> Summary:
             return summary_rows(spark, config, spec, frames.gold_frame(spark, config, pins=pins))
 
-        return GoldPlan(whole, slices)
+        return CountPlan(whole, slices)
     kept = [
         row
-        for row in previous["result"]["checkpoints"][0]["rows"]
+        for row in _rows(previous)
         if row.get("table") in slices and row.get("table") not in recount
     ]
 
@@ -303,7 +316,77 @@ def gold_plan(
         fresh, columns = summary_rows(spark, config, spec, frame)
         return sorted_rows(spec, kept + fresh), columns
 
-    return GoldPlan(partial, slices, recount, previous["result"]["run_name"])
+    return CountPlan(partial, slices, recount, len(slices), previous["result"]["run_name"])
+
+
+# --- the bronze and silver gates: count again only the sources that changed --------------
+#
+# A bronze or silver summary row reads nothing but its source's rows of the layer's tables
+# (``frames.SOURCE_FRAMES``), and those tables are partitioned by source. When every commit
+# to them since the gate last passed only appended files (a pipeline run's writes), the
+# files' partition values name the sources that changed (from the Delta log, no Spark
+# job): their rows are counted again over their partitions only, the others' are taken
+# from that validation. Anything else (a delete, an update, OPTIMIZE, a table not
+# partitioned by source, a commit already cleaned from the log) counts every source.
+
+
+def sources_to_recount(
+    spark: SparkSession, previous: dict[str, Any], inputs: dict[str, Any], tables: Iterable[str]
+) -> list[str] | None:
+    """The sources whose rows of the layer's ``tables`` the commits since ``previous`` (a
+    stored passed validation) appended to, read from the tables' Delta logs; None when
+    that cannot be told so, or no row can be taken from ``previous`` (its config,
+    definitions or code differ)."""
+    if not _same_definitions(previous, inputs):
+        return None
+    changed: set[str] = set()
+    for table in tables:
+        then = str(previous["inputs"].get("tables", {}).get(table, MISSING))
+        now = str(inputs["tables"].get(table, MISSING))
+        if then == now:
+            continue
+        if MISSING in (then, now) or then.rsplit("@", 1)[0] != now.rsplit("@", 1)[0]:
+            return None  # created, dropped or replaced
+        after, up_to = int(then.rsplit("@", 1)[1]), int(now.rsplit("@", 1)[1])
+        appended = appended_rows_since(spark, table, "source", after, up_to)
+        if appended is None or "None" in appended:  # not only appends, or a null source
+            return None
+        changed |= appended.keys()
+    return sorted(changed)
+
+
+def source_plan(
+    spark: SparkSession,
+    settings: Settings,
+    config: LakehouseConfig,
+    inputs: dict[str, Any],
+    spec: CheckpointSpec,
+) -> CountPlan | None:
+    """The bronze or silver summary with only the changed sources counted again (and any
+    configured source the last pass has no row of), the others' rows from the last passed
+    validation; None when every source must be counted."""
+    previous = load_record(settings, spec.layer)
+    if previous is None:
+        return None
+    changed = sources_to_recount(spark, previous, inputs, frames.frame_tables(config, spec.layer))
+    if changed is None:
+        return None
+    counted = {row.get("source") for row in _rows(previous)}
+    if None in counted:  # a row of records without a source: count all
+        return None
+    every = counted | {source.name for source in config.sources}
+    recount: list[str] = sorted(str(name) for name in set(changed) | (every - counted))
+    if set(recount) >= every:
+        return None
+    kept = [row for row in _rows(previous) if row.get("source") not in recount]
+
+    def partial(spec: CheckpointSpec) -> Summary:
+        fresh, columns = summary_rows(
+            spark, config, spec, frames.source_frame(spark, config, spec, recount)
+        )
+        return sorted_rows(spec, kept + fresh), columns
+
+    return CountPlan(partial, None, recount, len(every), previous["result"]["run_name"])
 
 
 def gate_in_run(
@@ -340,16 +423,20 @@ def gate_in_run(
             "passed then, not validated again"
         )
         return gate
-    plan: GoldPlan | None = None
+    plan: CountPlan | None = None
+    unit = "tables" if layer == "gold" else "sources"
     try:
-        if inputs is not None and load_checkpoint(layer).frame == GOLD_FRAME:
+        spec = load_checkpoint(layer)
+        if inputs is not None and spec.frame == GOLD_FRAME:
             plan = gold_plan(spark, settings, config, inputs)
-    except Exception as exc:  # noqa: BLE001 - fail safe: count every table
-        log(f"{layer} gate: could not tell which tables changed ({describe(exc)})")
+        elif inputs is not None and spec.frame in frames.SOURCE_FRAMES:
+            plan = source_plan(spark, settings, config, inputs, spec)
+    except Exception as exc:  # noqa: BLE001 - fail safe: count every table or source
+        log(f"{layer} gate: could not tell which {unit} changed ({describe(exc)})")
     planned = time.time() - started - decided
     if plan is not None and plan.recounted is not None:
         log(
-            f"{layer} gate: validating; {len(plan.recounted)} of {len(plan.slices)} tables "
+            f"{layer} gate: validating; {len(plan.recounted)} of {plan.rows} {unit} "
             f"changed since run {plan.rows_from}: the others' rows are taken from it"
         )
     else:
@@ -358,7 +445,9 @@ def gate_in_run(
         spark, settings, config, layer, run_name=run_name, summary=plan.summary if plan else None
     )
     gate.seconds += decided + planned
-    gate.timings = {"inputs": decided, **({"slices": planned} if plan else {}), **gate.timings}
+    # Deciding what to count again: the gold slices (a query), or the sources' appends.
+    step = {} if plan is None else {"slices" if plan.slices is not None else "changes": planned}
+    gate.timings = {"inputs": decided, **step, **gate.timings}
     if plan is not None and plan.recounted is not None:
         gate.recounted, gate.rows_from = plan.recounted, plan.rows_from
     try:

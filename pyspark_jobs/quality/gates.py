@@ -78,8 +78,9 @@ class GateResult:
     changed since it passed in that run (``gate_reuse``): its checkpoints, checks and
     Data Docs page are that run's validation.
     ``recounted``, ``rows_from``: set when the gate validated a summary of which only the
-    rows of the ``recounted`` gold tables were computed; the other tables' rows are those
-    validated in run ``rows_from``, whose inputs they still have (``gate_reuse``).
+    rows of the ``recounted`` gold tables (bronze and silver: sources) were computed; the
+    others' rows are those validated in run ``rows_from``, whose inputs they still have
+    (``gate_reuse``).
     """
 
     layer: str

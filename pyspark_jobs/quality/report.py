@@ -211,11 +211,12 @@ def _gate_card(layer: str, gate: dict[str, Any] | None, link: Callable[[str], st
         )
     elif gate.get("rows_from"):
         recounted = gate.get("recounted", [])
+        unit = "table" if layer == "gold" else "source"
         parts.append(
-            f'<p class="reused">Validated in this run. Only {len(recounted)} table(s) changed '
+            f'<p class="reused">Validated in this run. Only {len(recounted)} {unit}(s) changed '
             f"since run <strong>{escape(gate['rows_from'])}</strong>, where this gate passed "
             f"({escape(', '.join(recounted)) or 'none'}): their rows were counted again, the "
-            "other tables' rows are that run's.</p>"
+            f"other {unit}s' rows are that run's.</p>"
         )
     for cp in gate.get("checkpoints", []):
         page = cp.get("data_docs_page")

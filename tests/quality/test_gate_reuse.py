@@ -28,6 +28,8 @@ from pyspark_jobs.settings import Settings
 from pyspark_jobs.small_inputs import THRESHOLD_KEY
 from tests.conftest import copy_of_samples, reset_lake
 from tests.quality.support import cli, latest_run, report_text, run_logged
+from tests.silver.landing import NEW_USER, record, write_lines
+from tests.support.query_plans import leaves
 
 pytestmark = pytest.mark.slow
 
@@ -273,3 +275,63 @@ def test_a_changed_config_definition_or_code_changes_the_inputs(
     frames_copy = code / "pyspark_jobs" / "quality" / "frames.py"
     frames_copy.write_text(frames_copy.read_text() + "\n# changed\n")
     assert gate_reuse.code_fingerprint(code) != inputs["code"]
+
+
+def whole_summary(spark: SparkSession, config: LakehouseConfig, layer: str) -> list[dict]:
+    """A gate's summary rows as a validation of every table or source computes them."""
+    rows, _ = gates.summary_rows(spark, config, load_checkpoint(layer))
+    return rows
+
+
+def test_new_records_of_one_source_count_only_that_source_again(
+    first_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
+):
+    landing = next(s.landing for s in sample_config.sources if s.name == "shop_debezium")
+    assert landing is not None
+    user = record("shop.public.users", 900, {"USER_ID": 990}, NEW_USER)
+    write_lines(landing / "more.jsonl", [user])
+
+    code, output = run_logged(spark, settings, sample_config)
+
+    assert code == 0, output
+    run, first = latest_run(settings), first_run["run_id"]
+    for layer in ("bronze", "silver"):
+        gate = run["gates"][layer]
+        assert validated(gate) and gate["success"], layer
+        # Only the Debezium source's partitions were appended to: its row is counted
+        # again, the Cassandra source's is the first run's, and both are what a whole
+        # count gives.
+        assert gate["recounted"] == ["shop_debezium"] and gate["rows_from"] == first
+        assert f"{layer} gate: validating; 1 of 2 sources changed since run {first}" in output
+        assert gate["checkpoints"][0]["rows"] == whole_summary(spark, sample_config, layer)
+    printed = format_summary(RunSummary(**run))
+    assert f"counted again: 1 changed sources; the others' rows from run {first}" in printed
+    assert f"Only 1 source(s) changed since run <strong>{first}</strong>" in report_text(settings)
+    # The recount reads the Debezium source's partitions of each table, nothing else.
+    for layer in ("bronze", "silver"):
+        spec = load_checkpoint(layer)
+        frame = frames.source_frame(spark, sample_config, spec, ["shop_debezium"])
+        scans = [n.toString() for n in leaves(frame) if n.nodeName().startswith("Scan parquet")]
+        assert len(scans) == len(frames.frame_tables(sample_config, layer)), scans
+        for scan in scans:
+            # The rejects are not partitioned: their files are filtered by row.
+            where = "DataFilters" if "change_log_rejects" in scan else "PartitionFilters"
+            assert re.search(rf"{where}: \[[^\]]*shop_debezium", scan), scan
+
+
+def test_a_rewrite_of_a_table_counts_every_source_again(
+    first_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
+):
+    # Not an append (Delta rewrites the files): which sources changed is not told by the
+    # files' partitions alone, so every source is counted.
+    spark.sql("update silver.change_log set seq = seq where source = 'inventory_cassandra'")
+
+    code, output = run_logged(spark, settings, sample_config)
+
+    assert code == 0, output
+    gates = latest_run(settings)["gates"]
+    assert gates["bronze"]["reused_from"]
+    silver = gates["silver"]
+    assert validated(silver) and silver["success"]
+    assert silver["recounted"] == [] and not silver["rows_from"]
+    assert "silver gate: validating\n" in output

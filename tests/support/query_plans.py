@@ -39,13 +39,20 @@ def exchanged_columns(frame: DataFrame) -> set[str]:
     return found
 
 
+def leaves(frame: DataFrame) -> list[Any]:
+    """The leaves of ``frame``'s physical plan (its scans), a reused shuffle left out."""
+    return [
+        node
+        for node in _physical_nodes(frame)
+        if node.children().isEmpty() and "Reused" not in node.nodeName()
+    ]
+
+
 def scans_with(frame: DataFrame, column: str) -> int:
     """How many leaves of ``frame``'s physical plan read a relation with ``column`` (a
     reused shuffle is a leaf of its own and does not count)."""
     return sum(
         1
-        for node in _physical_nodes(frame)
-        if node.children().isEmpty()
-        and "Reused" not in node.nodeName()
-        and column in {attribute.name() for attribute in seq(node.output())}
+        for node in leaves(frame)
+        if column in {attribute.name() for attribute in seq(node.output())}
     )
