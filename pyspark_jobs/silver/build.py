@@ -276,7 +276,7 @@ def build_silver(
     last = None if full_refresh else _last_build(spark)
     built = all(table_exists(spark, t) for t in SILVER_TABLES)
     versions = _silver_versions(spark) if built and last is not None else None
-    unchanged = last is not None and last == (bronze, fingerprint, versions)
+    unchanged = built and last is not None and last == (bronze, fingerprint, versions)
     if unchanged and not new_entities and not dbt_vars:
         log(f"silver: nothing new since the last build (bronze version {bronze})")
         return SilverBuild("skipped", bronze)

@@ -65,6 +65,12 @@ def test_nothing_new_skips_dbt_and_new_bronze_runs_only_the_incremental_models(
     assert spark.table("silver.change_log").count() == logged + 1
     assert [r["op"] for r in new.collect()] == ["upsert"]
 
+    # A newest build recorded before builds kept the silver versions (null), and a silver
+    # table gone since: nothing says silver is as it was, so every model is built.
+    spark.sql(f"update {BUILDS_TABLE} set silver_versions = null")
+    spark.sql("drop table silver.change_log_rejects")
+    assert build_silver(spark, empty_lake, config, **quiet).kind == "full"
+
 
 def _unioned_formats(spark: SparkSession) -> list[str]:
     """The staging models the keyed view's stored definition reads."""
