@@ -314,9 +314,7 @@ def test_new_records_of_one_source_count_only_that_source_again(
         scans = [n.toString() for n in leaves(frame) if n.nodeName().startswith("Scan parquet")]
         assert len(scans) == len(frames.frame_tables(sample_config, layer)), scans
         for scan in scans:
-            # The rejects are not partitioned: their files are filtered by row.
-            where = "DataFilters" if "change_log_rejects" in scan else "PartitionFilters"
-            assert re.search(rf"{where}: \[[^\]]*shop_debezium", scan), scan
+            assert re.search(r"PartitionFilters: \[[^\]]*shop_debezium", scan), scan
 
 
 def test_a_rewrite_of_a_table_counts_every_source_again(
@@ -335,3 +333,24 @@ def test_a_rewrite_of_a_table_counts_every_source_again(
     assert validated(silver) and silver["success"]
     assert silver["recounted"] == [] and not silver["rows_from"]
     assert "silver gate: validating\n" in output
+
+
+def test_a_reject_of_one_source_counts_only_that_source_again(
+    first_run, spark: SparkSession, settings: Settings, sample_config: LakehouseConfig
+):
+    # A batch with a reject appends to silver.change_log_rejects, partitioned by source as
+    # bronze and the change log are: its source is the only one counted again. (Before
+    # the rejects were partitioned, any reject counted every source.)
+    code, output = run_logged(spark, settings, sample_config)
+    assert code == 0, output
+    previous = gate_reuse.load_record(settings, "silver")
+    assert previous is not None
+    spark.sql(
+        "insert into silver.change_log_rejects by name "
+        "select source, format, entity, 'a reject written by the test' as reject_reason, "
+        "position, lineage from silver.change_log where source = 'inventory_cassandra' limit 1"
+    )
+    inputs = gate_reuse.gate_inputs(spark, sample_config, "silver")
+    tables = frames.frame_tables(sample_config, "silver")
+    assert frames.REJECTS in tables
+    assert gate_reuse.sources_to_recount(spark, previous, inputs, tables) == ["inventory_cassandra"]
