@@ -1,9 +1,4 @@
-{{
-    config(
-        tblproperties={'delta.enableChangeDataFeed': 'true'},
-        partition_by=['source'],
-    )
-}}
+{{ config(tblproperties={'delta.enableChangeDataFeed': 'true'}) }}
 {#
     The unified change log: one row per distinct change of every source, in one schema.
     Append-only; a change redelivered under a new Kafka offset has the same change_id and

@@ -1,15 +1,12 @@
-{{ config(partition_by=['source']) }}
 {#
     Bronze records that are valid JSON but not valid messages of their format, with the
     reason and their bronze lineage. Fix the config and replay them
     (`lakehouse replay-rejects`): the now-valid ones land in change_log once and leave
     this table; nothing is dropped silently.
 
-    Partitioned by source, as bronze and the change log are: a batch's rejects name the
-    sources the silver gate counts again in Delta's log (quality/gate_reuse.py), and the
-    run summary counts them per source from the log. dbt does not repartition an existing
-    table: a lake built before keeps its unpartitioned table, and its gate counts every
-    source after a reject, as it did.
+    Partitioned by source (dbt_project.yml), as bronze and the change log are: a batch's
+    rejects name the sources the silver gate counts again in Delta's log
+    (quality/gate_reuse.py), and the run summary counts them per source from the log.
 #}
 with
 
