@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -463,23 +464,26 @@ def _rows_now(spark: SparkSession, table: GoldTable) -> int:
     return spark.table(table.name).count() if from_log is None else from_log
 
 
+def _small_if_small(
+    spark: SparkSession, applying: Sequence[GoldTable], log: Callable[[str], None]
+) -> AbstractContextManager[bool]:
+    """``interpreted_when_small`` over what applying changes to ``applying`` reads: the
+    change log, the state tables, those tables and their history tables. Asked only when
+    there is something to apply: each table is a catalog lookup and a log listing the
+    first time in a run, and a cycle of ``run --every`` that brings nothing asked all of
+    them for nothing (docs/performance.md)."""
+    read = [CHANGE_LOG_TABLE, PENDING_TABLE, PROGRESS_TABLE, REJECTS_TABLE, TOMBSTONES_TABLE]
+    read += [t.name for t in applying]
+    read += [history_table_name(t.entity) for t in applying if t.entity.history]
+    return interpreted_when_small(spark, "gold", read, log, SMALL_TABLE_MERGES)
+
+
 def apply_gold(
     spark: SparkSession, config: LakehouseConfig, log: Callable[[str], None] = print
 ) -> list[TableApply]:
     """Apply every change-log row not yet applied to its gold table (without code
-    generation, and with MERGEs that rewrite what they touch, when every table it may
-    read is small: ``small_inputs.py``)."""
-    tables = gold_tables(config)
-    read = [CHANGE_LOG_TABLE, PENDING_TABLE, PROGRESS_TABLE, REJECTS_TABLE, TOMBSTONES_TABLE]
-    read += [t.name for t in tables]
-    read += [history_table_name(t.entity) for t in tables if t.entity.history]
-    with interpreted_when_small(spark, "gold", read, log, SMALL_TABLE_MERGES):
-        return _apply_gold(spark, config, log)
-
-
-def _apply_gold(
-    spark: SparkSession, config: LakehouseConfig, log: Callable[[str], None]
-) -> list[TableApply]:
+    generation, and with MERGEs that rewrite what they touch, when every table the apply
+    reads is small: ``small_inputs.py``)."""
     with named_jobs(spark, "gold: state tables and progress"):
         ensure_state_tables(spark)
         ensure_pending_table(spark)
@@ -497,7 +501,9 @@ def _apply_gold(
             f"gold: finishing the run staged at change-log version {unfinished.version} "
             f"({len(unfinished.tables)} tables)"
         )
-        apply_staged(spark, tables, unfinished, progress, reports, resumed=True)
+        finishing = [t for t in tables if t.table in unfinished.tables]
+        with _small_if_small(spark, finishing, log):
+            apply_staged(spark, tables, unfinished, progress, reports, resumed=True)
         progress = applied_progress(spark)
     with named_jobs(spark, "gold: change-log version"):
         up_to = latest_version(spark, CHANGE_LOG_TABLE)
@@ -506,8 +512,9 @@ def _apply_gold(
         applied = {t: p.version for t, p in progress.items()}
         new = new_changes(spark, applied, [t.table for t in behind], up_to)
         never = [t.table for t in behind if applied.get(t.table, -1) < 0]
-        run = fold_and_stage(spark, behind, new, up_to, reports, never)
-        apply_staged(spark, tables, run, progress, reports)
+        with _small_if_small(spark, behind, log):
+            run = fold_and_stage(spark, behind, new, up_to, reports, never)
+            apply_staged(spark, tables, run, progress, reports)
     # Tables whose layout changed but that received nothing: remember the new layout.
     record_progress(
         spark,
@@ -527,6 +534,9 @@ def _apply_gold(
                 f"~{report.updated} -{report.deleted}, {report.rows} rows"
                 + (f", {report.rejected} states rejected" if report.rejected else "")
             )
-    with named_jobs(spark, "gold: expire tombstones"):
+    with (
+        named_jobs(spark, "gold: expire tombstones"),
+        interpreted_when_small(spark, "gold", [TOMBSTONES_TABLE]),
+    ):
         expire_tombstones(spark, config.tombstone_retention_days)
     return [reports[t.table] for t in tables]

@@ -27,6 +27,7 @@ from pyspark_jobs.catalog import forget_table, table_exists
 from pyspark_jobs.gold.folds.shared import IMAGE_TYPE
 from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
 from pyspark_jobs.storage import clear_killed_creation
+from pyspark_jobs.version_memo import memoized
 
 PENDING_TABLE = "lakehouse.gold_pending"
 STATE, VERSION, HISTORY_KEY, MARKER = "state", "version", "history_key", "marker"
@@ -115,23 +116,31 @@ def stage(
     return StagedRun(version, tuple(tables), kept)
 
 
-def unfinished_run(spark: SparkSession, applied: dict[str, int]) -> StagedRun | None:
-    """The staged run whose tables are not all marked applied, if any.
+# The name of the staged run's markers in version_memo.
+MARKERS_MEMO = "markers"
 
-    ``applied``: table -> last change-log version applied (``lakehouse.gold_progress``).
-    One marker row per table: small by construction.
-    """
-    markers = (
+
+def _markers(spark: SparkSession) -> tuple[tuple[str, int], ...]:
+    """(table, change-log version) of each marker row of the pending table."""
+    rows = (
         spark.table(PENDING_TABLE)
         .where(F.col("row_kind") == MARKER)
         .select("table_name", "silver_version")
         .collect()
     )
-    behind = [
-        (m["table_name"], int(m["silver_version"]))
-        for m in markers
-        if int(m["silver_version"]) > applied.get(m["table_name"], -1)
-    ]
+    return tuple((r["table_name"], int(r["silver_version"])) for r in rows)
+
+
+def unfinished_run(spark: SparkSession, applied: dict[str, int]) -> StagedRun | None:
+    """The staged run whose tables are not all marked applied, if any.
+
+    ``applied``: table -> last change-log version applied (``lakehouse.gold_progress``).
+    One marker row per table: small by construction. Kept in this process while the
+    pending table has no new commit (``version_memo``): a cycle of ``run --every`` that
+    staged nothing since does not query it again.
+    """
+    markers = memoized(spark, PENDING_TABLE, MARKERS_MEMO, lambda: _markers(spark))
+    behind = [(table, version) for table, version in markers if version > applied.get(table, -1)]
     if not behind:
         return None
     return StagedRun(behind[0][1], tuple(t for t, _ in behind))
