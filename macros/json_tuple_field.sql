@@ -8,7 +8,8 @@
     read every field the same way (the text of strings, numbers written back as Spark
     reads them, nested values as compact JSON) except in two cases, where the field is
     read again with get_json_object so that the staged change, and the reason it is
-    rejected, stay what they were field by field:
+    rejected, stay what they were field by field (the first two), or a field of a change
+    rejected anyway (the third):
     - a name given twice in one object: get_json_object takes the first, json_tuple the
       last. Read again when the value names a field twice (`field_twice_within` =
       'value', rejected anyway) or is too large to be checked for that
@@ -18,7 +19,13 @@
       "source": "{\"db\": \"a\"}", gives the same text as an object would, and json_tuple
       reads into it where get_json_object finds no field. Read again when the value may
       hold a string that starts like an object (`object_text_in_a_string`, from
-      bronze_records).
+      bronze_records);
+    - a field read through a json_tuple of its parent's text when the value holds a
+      number Spark's JSON functions write back changed (`inexact_number`, from
+      bronze_records): the parent's text is written back with 1e400 as the string
+      "Infinity", which json_tuple then reads without its quotes, where get_json_object
+      gives "Infinity" with them. Such a change is rejected for that number anyway; read
+      again so that its fields stay what they were.
 
     Arguments:
       column: the column json_tuple gave the field, e.g. 'dbz_op'.
@@ -33,6 +40,7 @@
             or {{ too_large_to_check('value') }}
             {%- if through_a_parent %}
             or object_text_in_a_string
+            or inexact_number is not null
             {%- endif %}
             then get_json_object({{ json }}, '{{ path }}')
         else {{ column }}
