@@ -464,7 +464,7 @@ def _rows_now(spark: SparkSession, table: GoldTable) -> int:
     return spark.table(table.name).count() if from_log is None else from_log
 
 
-def _small_if_small(
+def _interpreted_if_small(
     spark: SparkSession, applying: Sequence[GoldTable], log: Callable[[str], None]
 ) -> AbstractContextManager[bool]:
     """``interpreted_when_small`` over what applying changes to ``applying`` reads: the
@@ -502,7 +502,7 @@ def apply_gold(
             f"({len(unfinished.tables)} tables)"
         )
         finishing = [t for t in tables if t.table in unfinished.tables]
-        with _small_if_small(spark, finishing, log):
+        with _interpreted_if_small(spark, finishing, log):
             apply_staged(spark, tables, unfinished, progress, reports, resumed=True)
         progress = applied_progress(spark)
     with named_jobs(spark, "gold: change-log version"):
@@ -512,7 +512,7 @@ def apply_gold(
         applied = {t: p.version for t, p in progress.items()}
         new = new_changes(spark, applied, [t.table for t in behind], up_to)
         never = [t.table for t in behind if applied.get(t.table, -1) < 0]
-        with _small_if_small(spark, behind, log):
+        with _interpreted_if_small(spark, behind, log):
             run = fold_and_stage(spark, behind, new, up_to, reports, never)
             apply_staged(spark, tables, run, progress, reports)
     # Tables whose layout changed but that received nothing: remember the new layout.

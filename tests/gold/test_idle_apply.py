@@ -11,14 +11,11 @@ from pyspark_jobs.config import Entity, Source
 from pyspark_jobs.gold.apply import apply_gold
 from pyspark_jobs.gold.staging import PENDING_TABLE, unfinished_run
 from tests.gold.changelog import append, change, config, create_change_log, rows
+from tests.support.spark_jobs import counted_jobs
 
 ENTITY = Entity("E", "idle", ("id",), {"id": "bigint", "v": "string"})
 SOURCE = Source("idlesrc", "pr_update", (ENTITY,), landing=None)
 SMALL_LINE = "gold: small tables, planned without code generation"
-
-
-def jobs_of(spark: SparkSession, group: str) -> int:
-    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
 
 def test_a_run_with_nothing_new_asks_no_table_size_and_reads_no_markers(
@@ -38,19 +35,12 @@ def test_a_run_with_nothing_new_asks_no_table_size_and_reads_no_markers(
 
     # The markers of the last staged run: read once, then kept while the pending table
     # has no commit (no Spark job), and read again after one.
-    context = spark.sparkContext
-    try:
-        context.setJobGroup("markers kept", "markers kept")
+    with counted_jobs(spark) as jobs:
         assert unfinished_run(spark, {ENTITY.table: 10**6}) is None
-        assert jobs_of(spark, "markers kept") == 0
-        spark.sql(
-            f"update {PENDING_TABLE} set silver_version = {10**6 + 1} where row_kind = 'marker'"
-        )
-        context.setJobGroup("markers read", "markers read")
+        assert jobs() == 0
+    spark.sql(f"update {PENDING_TABLE} set silver_version = {10**6 + 1} where row_kind = 'marker'")
+    with counted_jobs(spark) as jobs:
         resumed = unfinished_run(spark, {ENTITY.table: 10**6})
         assert resumed is not None and resumed.tables == (ENTITY.table,)
-        assert jobs_of(spark, "markers read") > 0
-    finally:
-        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-        context.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+        assert jobs() > 0
     assert rows(spark, "gold.idle", ["id", "v"]) == [(1, "a")]
