@@ -23,12 +23,14 @@ from pyspark.sql import SparkSession
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.catalog import lookups_kept
 from pyspark_jobs.config import LakehouseConfig
+from pyspark_jobs.errors import describe
 from pyspark_jobs.file_growth import FileGrowth
 from pyspark_jobs.gold.apply import TableApply
 from pyspark_jobs.gold.rebuild import apply_gold_finishing_rebuilds
 from pyspark_jobs.maintain import compact_grown_tables, maintain
 from pyspark_jobs.quality.gate_reuse import gate_in_run
-from pyspark_jobs.quality.gates import GateResult
+from pyspark_jobs.quality.gate_steps import DOCS_STEP
+from pyspark_jobs.quality.gates import GateResult, render_run_docs
 from pyspark_jobs.quality.gx_context import data_docs_index
 from pyspark_jobs.quality.report import write_report
 from pyspark_jobs.run_summary import RunSummary, bronze_totals, format_summary, silver_totals
@@ -109,6 +111,20 @@ def write_run_report(settings: Settings) -> str:
     )
 
 
+def _render_docs(
+    settings: Settings, since: datetime, layers: list[str], log: Callable[[str], None]
+) -> float:
+    """Render the Data Docs of the run's validated gates; the seconds it took. A failure
+    is logged, not raised: the verdicts stand, and a gate whose page is missing is
+    validated again by the next run."""
+    started = time.time()
+    try:
+        render_run_docs(settings, since, layers)
+    except Exception as exc:  # noqa: BLE001 - the pages are the report's, not the verdict
+        log(f"data docs: not rendered ({describe(exc)}); the next run validates these gates again")
+    return time.time() - started
+
+
 def run_pipeline(
     spark: SparkSession,
     settings: Settings,
@@ -127,6 +143,8 @@ def run_pipeline(
     status = "failed"
     failed_gate: GateResult | None = None
     failed_tests: tuple[str, DbtTestsFailed] | None = None
+    # The gates validated in this run: their Data Docs are rendered once, at its end.
+    docs_since, validated = datetime.now(timezone.utc), []
     try:
         # One run's catalog answers are kept for the run (catalog.py).
         with lookups_kept():
@@ -147,6 +165,8 @@ def run_pipeline(
                 gate = gate_in_run(spark, settings, config, layer, summary.run_id, log=log)
                 summary.gates[layer] = gate.as_dict()
                 summary.timings[f"{layer} gate"] = gate.seconds
+                if not gate.reused_from:
+                    validated.append(layer)
                 if not gate.success:
                     failed_gate = gate
                     status = f"stopped by the {layer} gate"
@@ -154,6 +174,8 @@ def run_pipeline(
             else:
                 status = "succeeded"
     finally:
+        if validated:
+            summary.timings[DOCS_STEP] = _render_docs(settings, docs_since, validated, log)
         summary.finish(status)
         path = summary.save(settings.state_dir / "runs", keep=config.run_summaries_kept)
         log(format_summary(summary))

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from pyspark_jobs.durations import human_seconds
+from pyspark_jobs.quality.gate_steps import is_gate_step
 
 LAYERS = ("bronze", "silver", "gold")
 COLORS = {"bronze": "#b08d57", "silver": "#8c959f", "gold": "#d4a72c", "gates": "#0969da"}
@@ -74,9 +75,7 @@ def run_time_chart(runs: Sequence[dict[str, Any]]) -> str | None:
     bottom = [0.0] * len(timed)
     for part in (*LAYERS, "gates"):
         if part == "gates":
-            heights = [
-                sum(s for k, s in r["timings"].items() if k.endswith(" gate")) for r in timed
-            ]
+            heights = [sum(s for k, s in r["timings"].items() if is_gate_step(k)) for r in timed]
         else:
             heights = [float(r["timings"].get(part, 0.0)) for r in timed]
         axes.bar(x, heights, bottom=bottom, color=COLORS[part], label=part, width=0.7)

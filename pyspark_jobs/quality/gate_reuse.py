@@ -402,7 +402,8 @@ def gate_in_run(
     counts again only the tables that changed since its last pass (``gold_plan``).
 
     The result's ``seconds`` is the time spent deciding: reading the inputs, plus the
-    validation when there was one (``timings["inputs"]``).
+    validation when there was one (``timings["inputs"]``). A validation's Data Docs page
+    is left for the run to render with its other gates' (``gates.render_run_docs``).
     """
     started = time.time()
     inputs: dict[str, Any] | None = None
@@ -442,7 +443,13 @@ def gate_in_run(
     else:
         log(f"{layer} gate: validating")
     gate = run_gate(
-        spark, settings, config, layer, run_name=run_name, summary=plan.summary if plan else None
+        spark,
+        settings,
+        config,
+        layer,
+        run_name=run_name,
+        summary=plan.summary if plan else None,
+        render_docs=False,
     )
     gate.seconds += decided + planned
     # Deciding what to count again: the gold slices (a query), or the sources' appends.

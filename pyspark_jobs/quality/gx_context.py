@@ -229,9 +229,12 @@ def _remove_empty_folders(root: Path) -> None:
             Path(folder).rmdir()
 
 
-def docs_page(context: FileDataContext, key: ValidationResultIdentifier) -> Path | None:
-    """The Data Docs page of one validation result, if it has been rendered."""
-    for site in context.get_docs_sites_urls(resource_identifier=key, only_if_exists=True):
+def docs_page(
+    context: FileDataContext, key: ValidationResultIdentifier, rendered: bool = True
+) -> Path | None:
+    """The Data Docs page of one validation result, if it has been rendered (or, with
+    ``rendered=False``, where the next build of the docs renders it)."""
+    for site in context.get_docs_sites_urls(resource_identifier=key, only_if_exists=rendered):
         url = site.get("site_url")
         if url and url.startswith("file://"):
             return Path(urllib.parse.unquote(urllib.parse.urlparse(url).path))

@@ -27,6 +27,7 @@ from typing import Any
 
 from pyspark_jobs.durations import freshness_seconds, human_seconds
 from pyspark_jobs.quality import charts
+from pyspark_jobs.quality.gate_steps import is_gate_step
 
 LAYERS = ("bronze", "silver", "gold")
 TREND_RUNS = 20
@@ -450,7 +451,7 @@ def _timings(run: dict[str, Any]) -> str:
         f"<tr><td>{escape(step)}</td>{_num(f'{steps[step]:.1f} s')}</tr>"
         for step in order + sorted(set(steps) - set(order))
     )
-    validating = sum(sec for step, sec in steps.items() if step.endswith(" gate"))
+    validating = sum(sec for step, sec in steps.items() if is_gate_step(step))
     if steps:
         share = validating / max(sum(steps.values()), 1e-9)
         timings += (

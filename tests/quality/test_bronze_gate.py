@@ -102,12 +102,24 @@ def test_quarantine_over_threshold_stops_before_silver(
 
 
 def test_raised_threshold_lets_the_next_run_continue(
-    strict_run, spark: SparkSession, settings: Settings, landing: Path
+    strict_run,
+    spark: SparkSession,
+    settings: Settings,
+    landing: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ):
     assert strict_run[0] == 1
     failed_page = latest_run(settings)["gates"]["bronze"]["checkpoints"][0]["data_docs_page"]
     assert Path(failed_page).is_file()
     config = write_config(landing, landing / "landing", 0.5, results_kept=1)
+    builds: list[tuple] = []
+    real_build = gx_context.build_docs
+
+    def counted_build(*args, **kwargs):
+        builds.append(kwargs.get("suites", ()))
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(gx_context, "build_docs", counted_build)
     code, output = run_logged(spark, settings, config)
     assert code == 0, output
     run = latest_run(settings)
@@ -116,6 +128,11 @@ def test_raised_threshold_lets_the_next_run_continue(
         "silver": True,
         "gold": True,
     }
+    # The three gates' Data Docs in one build, after the last gate, each page there.
+    assert builds == [("bronze.sources", "silver.sources", "gold.tables")]
+    assert "data docs" in run["timings"]
+    for gate in run["gates"].values():
+        assert Path(gate["checkpoints"][0]["data_docs_page"]).is_file()
     assert spark.table("bronze.cdc_raw").count() == 7  # nothing landed twice
     assert spark.table("gold.users").count() == 2
     # One result kept per gate: the failed run's validation and its page are gone, this

@@ -48,6 +48,11 @@ def test_nothing_new_skips_dbt_and_new_bronze_runs_only_the_incremental_models(
     for table in (BUILDS_TABLE, ENTITIES_TABLE, *SILVER_TABLES):
         leave_killed_creation(spark, table)
 
+    target = empty_lake.dbt_dir / "target"
+    artifacts = [target / "manifest.json", target / "run_results.json"]
+    for artifact in artifacts:
+        artifact.unlink(missing_ok=True)
+
     ingest(spark, empty_lake, config, **quiet)
     first = build_silver(spark, empty_lake, config, **quiet)
     logged = spark.table("silver.change_log").count()
@@ -60,6 +65,9 @@ def test_nothing_new_skips_dbt_and_new_bronze_runs_only_the_incremental_models(
     more = build_silver(spark, empty_lake, config, **quiet)
 
     assert (first.kind, again.kind, more.kind) == ("full", "skipped", "incremental")
+    # The builds leave dbt's saved parse, not its JSON artifacts (--no-write-json).
+    assert (target / "partial_parse.msgpack").is_file()
+    assert not any(artifact.exists() for artifact in artifacts)
     assert again.bronze_version == first.bronze_version < more.bronze_version
     new = spark.table("silver.change_log").where('record_key = \'{"USER_ID":"990"}\'')
     assert spark.table("silver.change_log").count() == logged + 1
