@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -33,7 +33,13 @@ from pyspark_jobs.quality.gate_steps import DOCS_STEP
 from pyspark_jobs.quality.gates import GateResult, render_run_docs
 from pyspark_jobs.quality.gx_context import data_docs_index
 from pyspark_jobs.quality.report import write_report
-from pyspark_jobs.run_summary import RunSummary, bronze_totals, format_summary, silver_totals
+from pyspark_jobs.run_summary import (
+    RunSummary,
+    bronze_totals,
+    format_summary,
+    last_gold_freshness,
+    silver_totals,
+)
 from pyspark_jobs.settings import Settings
 from pyspark_jobs.silver.build import build_silver
 from pyspark_jobs.silver.dbt_runner import DbtTestsFailed
@@ -76,7 +82,8 @@ def _build_layers(
         return silver_totals(spark)
 
     def gold() -> dict[str, Any]:
-        return gold_totals(apply_gold_finishing_rebuilds(spark, config, log=log))
+        applied = apply_gold_finishing_rebuilds(spark, config, log=log)
+        return gold_totals(applied, last_gold_freshness(settings.state_dir / "runs"))
 
     return [("bronze", bronze), ("silver", silver), ("gold", gold)]
 
@@ -87,19 +94,44 @@ def _utc_iso(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat()
 
 
-def gold_totals(tables: Iterable[TableApply]) -> dict[str, Any]:
+def gold_totals(
+    tables: Iterable[TableApply], earlier: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """What the summary keeps of a gold apply, per table: rows, changes applied, states
     rejected (``lakehouse.gold_rejects``), and ``freshness``: the event time (UTC, ISO
-    8601) of the newest change applied to the table, for the tables that received one."""
+    8601) of the newest change applied to the table, in this run or before it.
+
+    ``earlier``: the freshness an earlier run's summary kept (``last_gold_freshness``).
+    A table this run applied nothing to keeps its earlier value, so an idle cycle's
+    summary and the report still say how stale each table is; a late change older than
+    the table's newest keeps the newest. Tables not in ``tables`` (no longer configured)
+    are dropped."""
     tables = list(tables)
+    earlier = earlier or {}
+    freshness: dict[str, str] = {}
+    for t in tables:
+        known = [earlier.get(t.table) or ""]
+        if t.newest_event_ts is not None:
+            known.append(_utc_iso(t.newest_event_ts))
+        moments = [(moment, text) for text in known if (moment := _instant(text)) is not None]
+        if moments:
+            freshness[t.table] = max(moments)[1]
     return {
         "rows": {t.table: t.rows for t in tables},
         "applied": {t.table: t.changes for t in tables},
         "rejected": {t.table: t.rejected for t in tables},
-        "freshness": {
-            t.table: _utc_iso(t.newest_event_ts) for t in tables if t.newest_event_ts is not None
-        },
+        "freshness": freshness,
     }
+
+
+def _instant(text: str) -> datetime | None:
+    """An ISO 8601 time with its offset, as an instant; None when missing or unreadable
+    (a summary edited by hand)."""
+    try:
+        moment = datetime.fromisoformat(text) if text else None
+    except (TypeError, ValueError):
+        return None
+    return moment if moment is None or moment.tzinfo is not None else None
 
 
 def write_run_report(settings: Settings) -> str:

@@ -65,6 +65,20 @@ def prune_summaries(runs_dir: Path, keep: int) -> int:
     return len(older)
 
 
+def last_gold_freshness(runs_dir: Path) -> dict[str, str]:
+    """``layers.gold.freshness`` of the newest run summary in ``runs_dir`` that has a gold
+    layer (runs stopped before gold, and ``validate``, have none); empty when there is
+    none. Unreadable summaries are skipped."""
+    for path in sorted(runs_dir.glob("*.json"), reverse=True):
+        try:
+            gold = json.loads(path.read_text()).get("layers", {}).get("gold")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(gold, dict) and isinstance(gold.get("freshness"), dict):
+            return {str(k): str(v) for k, v in gold["freshness"].items()}
+    return {}
+
+
 def counts_by(spark: SparkSession, table: str, column: str) -> dict[str, int]:
     """Row counts of ``table`` grouped by ``column`` (a handful of groups): from Delta's
     log when ``column`` partitions the table, so that the summary's cost does not grow

@@ -9,7 +9,7 @@ from pathlib import Path
 from pyspark_jobs.gold.apply import TableApply
 from pyspark_jobs.pipeline import gold_totals
 from pyspark_jobs.quality.report import load_runs
-from pyspark_jobs.run_summary import RunSummary, format_summary
+from pyspark_jobs.run_summary import RunSummary, format_summary, last_gold_freshness
 
 
 def test_gold_totals_keep_the_newest_event_time_of_the_tables_that_received_changes():
@@ -35,6 +35,55 @@ def test_gold_totals_keep_the_newest_event_time_of_the_tables_that_received_chan
             "gold.orders": "2024-01-01T12:00:00+00:00",
         },
     }
+
+
+def test_a_table_without_new_changes_keeps_its_earlier_freshness():
+    # An idle cycle's summary (and the report drawn from it) still shows how stale each
+    # table is; before, it showed none (found on the warm-cycle bench's idle cycles).
+    earlier = {
+        "gold.idle": "2024-01-01T10:00:00+00:00",
+        "gold.users": "2024-01-01T11:00:00+00:00",
+        "gold.late": "2024-01-01T11:00:00+00:00",
+        "gold.dropped": "2024-01-01T09:00:00+00:00",  # no longer configured
+        "gold.bad": "not a time",
+    }
+    tables = [
+        TableApply("gold.idle", "s"),
+        TableApply(
+            "gold.users", "s", changes=1,
+            newest_event_ts=datetime(2024, 1, 1, 12, 0, tzinfo=timezone.utc),
+        ),
+        # a late change, older than what the table already had
+        TableApply(
+            "gold.late", "s", changes=1,
+            newest_event_ts=datetime(2024, 1, 1, 8, 0, tzinfo=timezone.utc),
+        ),
+        TableApply("gold.bad", "s"),
+        TableApply("gold.new", "s"),
+    ]  # fmt: skip
+    assert gold_totals(tables, earlier)["freshness"] == {
+        "gold.idle": "2024-01-01T10:00:00+00:00",
+        "gold.users": "2024-01-01T12:00:00+00:00",
+        "gold.late": "2024-01-01T11:00:00+00:00",
+    }
+
+
+def test_the_last_gold_freshness_comes_from_the_newest_summary_with_a_gold_layer(
+    tmp_path: Path,
+):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    assert last_gold_freshness(runs) == {}
+    for run_id, layers in [
+        ("20240101T000001Z", {"gold": {"freshness": {"gold.a": "2024-01-01T00:00:00+00:00"}}}),
+        ("20240101T000002Z", {"gold": {"freshness": {"gold.a": "2024-01-02T00:00:00+00:00"}}}),
+        ("20240101T000003Z", {"bronze": {}}),  # stopped by the bronze gate
+    ]:
+        summary = RunSummary(run_id=run_id)
+        summary.layers = layers
+        summary.save(runs)
+    (runs / "20240101T000004Z.json").write_text("{ cut short")
+    assert last_gold_freshness(runs) == {"gold.a": "2024-01-02T00:00:00+00:00"}
 
 
 def test_a_naive_event_time_is_read_as_local_time_as_pyspark_returns_it():
