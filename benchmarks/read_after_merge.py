@@ -21,29 +21,23 @@ import argparse
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from pyspark_jobs.job_names import counted_jobs
 from pyspark_jobs.settings import DEFAULT_CONFIG, Settings, parse_conf_pair
 
 TABLE = "bench_read_after_merge.t"
 
 
 def _timed(spark: SparkSession, work: Callable[[], object]) -> tuple[float, int]:
-    """Seconds and Spark jobs of ``work()``, its jobs counted in a job group of its own."""
-    context = spark.sparkContext
-    group = f"read-after-merge-{uuid.uuid4().hex}"
-    context.setJobGroup(group, group)
+    """Seconds and Spark jobs of ``work()``."""
     started = time.time()
-    try:
+    with counted_jobs(spark) as jobs:
         work()
-        return time.time() - started, len(context.statusTracker().getJobIdsForGroup(group))
-    finally:
-        for key in ("spark.jobGroup.id", "spark.job.description"):
-            context.setLocalProperty(key, None)  # type: ignore[arg-type]
+        return time.time() - started, jobs()
 
 
 def _rounds(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
@@ -23,3 +24,19 @@ def named_jobs(spark: SparkSession, name: str) -> Iterator[None]:
         yield
     finally:
         context.setLocalProperty(_DESCRIPTION, before)  # type: ignore[arg-type]
+
+
+@contextmanager
+def counted_jobs(spark: SparkSession) -> Iterator[Callable[[], int]]:
+    """Count the Spark jobs this thread starts inside the block, in a job group of its own
+    (the status tracker keeps only the newest jobs: a count over the whole session's
+    stops growing in a long session, one over a new group does not). For tests and
+    benchmarks that measure a step's cost around it."""
+    group = f"counted-{uuid.uuid4().hex}"
+    context = spark.sparkContext
+    context.setJobGroup(group, group)
+    try:
+        yield lambda: len(context.statusTracker().getJobIdsForGroup(group))
+    finally:
+        for key in ("spark.jobGroup.id", _DESCRIPTION):
+            context.setLocalProperty(key, None)  # type: ignore[arg-type]

@@ -18,8 +18,8 @@ from pyspark_jobs.delta_log import (
     table_bytes,
     version_with_id,
 )
+from pyspark_jobs.job_names import counted_jobs
 from pyspark_jobs.run_summary import counts_by
-from tests.support.spark_jobs import counted_jobs
 
 
 def forget_checksums(spark: SparkSession, location: str) -> None:

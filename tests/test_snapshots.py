@@ -12,10 +12,10 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.catalog import lookups_kept
 from pyspark_jobs.delta_log import table_bytes
+from pyspark_jobs.job_names import counted_jobs
 from pyspark_jobs.small_inputs import THRESHOLD_KEY
 from pyspark_jobs.snapshots import load_snapshots, read_tables
 from tests.support.metastore import hive_client_calls
-from tests.support.spark_jobs import counted_jobs
 
 
 @pytest.fixture

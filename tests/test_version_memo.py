@@ -21,10 +21,10 @@ from pyspark_jobs.gold.change_feed import (
     record_progress,
 )
 from pyspark_jobs.gold.tables import PROGRESS_TABLE, ensure_state_tables
+from pyspark_jobs.job_names import counted_jobs
 from pyspark_jobs.run_summary import counts_by
 from pyspark_jobs.silver import build
 from pyspark_jobs.version_memo import CommitKey, memoized, own_commit
-from tests.support.spark_jobs import counted_jobs
 
 TABLE = "scratch.memo"
 

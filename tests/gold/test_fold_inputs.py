@@ -12,8 +12,8 @@ from pyspark_jobs.empty_frames import empty_frame
 from pyspark_jobs.gold.fold_inputs import of_keys
 from pyspark_jobs.gold.folds.events import KEY
 from pyspark_jobs.gold.images import IMAGES_SCHEMA
+from pyspark_jobs.job_names import counted_jobs
 from pyspark_jobs.materialize import materialized
-from tests.support.spark_jobs import counted_jobs
 
 # Three gold tables' rows as ``current_images`` gives them: one frame per table, unioned.
 ROWS = {

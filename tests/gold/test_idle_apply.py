@@ -10,8 +10,8 @@ from pyspark.sql import SparkSession
 from pyspark_jobs.config import Entity, Source
 from pyspark_jobs.gold.apply import apply_gold
 from pyspark_jobs.gold.staging import PENDING_TABLE, unfinished_run
+from pyspark_jobs.job_names import counted_jobs
 from tests.gold.changelog import append, change, config, create_change_log, rows
-from tests.support.spark_jobs import counted_jobs
 
 ENTITY = Entity("E", "idle", ("id",), {"id": "bigint", "v": "string"})
 SOURCE = Source("idlesrc", "pr_update", (ENTITY,), landing=None)

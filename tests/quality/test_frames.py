@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark_jobs.config import Entity, Source
 from pyspark_jobs.delta_log import holds_files
 from pyspark_jobs.gold.apply import apply_gold
+from pyspark_jobs.job_names import counted_jobs
 from pyspark_jobs.quality import frames
 from pyspark_jobs.quality.frames import (
     bronze_reconciliation,
@@ -19,7 +20,6 @@ from pyspark_jobs.quality.frames import (
 )
 from tests.gold.changelog import append, change, config, create_change_log
 from tests.support.query_plans import exchanged_columns, scans_with
-from tests.support.spark_jobs import counted_jobs
 
 LINEAGE = "struct<topic:string, partition:int, offset:bigint>"
 RAW = "source string, format string, topic string, partition int, offset bigint"
