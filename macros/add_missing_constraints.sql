@@ -2,8 +2,9 @@
     add_missing_constraints()
 
     A post-hook: adds each check constraint the model declares that its Delta table lacks.
-    dbt-spark adds a model's constraints only when it creates the table, so a table built
-    before a constraint was declared (a lake of an older version) would never get it.
+    A model's constraints are written only when dbt creates its table (with the create:
+    check_constraints_at_create.sql), so a table built before a constraint was declared
+    (a lake of an older version) would never get it.
     Delta checks the rows the table holds as it adds one (a row that breaks it fails the
     build and the constraint is not added); once present, it costs one `show
     tblproperties` per build.

@@ -904,6 +904,15 @@ def _constraints(spark: SparkSession) -> set[str]:
     return {r.key.removeprefix(prefix) for r in properties if r.key.startswith(prefix)}
 
 
+def test_the_first_build_writes_the_constraints_in_the_create_commit(spark, lake):
+    # dbt-spark added each one with its own `alter table` after the create: four commits
+    # and four reads of the log on every new lake (macros/check_constraints_at_create.sql).
+    history = spark.sql("describe history silver.change_log").orderBy("version").collect()
+    assert "ADD CONSTRAINT" not in {r.operation for r in history}
+    assert history[0].operation.endswith("TABLE AS SELECT")
+    assert _constraints(spark) == set(CONSTRAINTS)
+
+
 @pytest.mark.parametrize("constraint", sorted(CONSTRAINTS))
 def test_the_log_refuses_a_row_that_breaks_a_constraint_and_appends_nothing(
     spark, lake, constraint
