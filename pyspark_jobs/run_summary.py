@@ -1,7 +1,10 @@
 """The per-run summary: what each layer received and holds, per source and table.
 
 Written as JSON under ``<lake>/_state/runs/`` (the report shows the last runs as a trend)
-and printed at the end of ``lakehouse run``.
+and printed at the end of ``lakehouse run``. A run that changed nothing is saved as
+``<run_id>.idle.json``, so the report tells it apart by its name alone: a continuous run
+writes one every cycle while its sources are quiet, and reading them all to find the runs
+that did something would cost each cycle more than the cycle itself.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ from pyspark_jobs.bronze.tables import QUARANTINE_TABLE, RAW_TABLE
 from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.delta_log import appended_rows_since, rows_per_partition
 from pyspark_jobs.durations import freshness_seconds, human_seconds
+from pyspark_jobs.quality.definitions import LAYERS
 from pyspark_jobs.version_memo import CommitKey, memoized
+
+# The name ending of the summary of a run that changed nothing (``changed_nothing``).
+IDLE_SUFFIX = ".idle.json"
 
 
 @dataclass
@@ -43,23 +50,49 @@ class RunSummary:
         self.finished_at = time.time()
 
     def save(self, runs_dir: Path, keep: int | None = None) -> Path:
-        """Write the summary as ``runs_dir/<run_id>.json``; with ``keep``, then remove all
-        but the newest ``keep`` summaries there. Returns the file written."""
+        """Write the summary as ``runs_dir/<run_id>.json`` (``<run_id>.idle.json`` when the
+        run changed nothing); with ``keep``, then prune the folder (``prune_summaries``).
+        Returns the file written."""
         runs_dir.mkdir(parents=True, exist_ok=True)
-        path = runs_dir / f"{self.run_id}.json"
+        suffix = IDLE_SUFFIX if changed_nothing(asdict(self)) else ".json"
+        path = runs_dir / f"{self.run_id}{suffix}"
         path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True, default=str))
         if keep is not None:
             prune_summaries(runs_dir, keep)
         return path
 
 
+def changed_nothing(summary: dict[str, Any]) -> bool:
+    """Whether a run summary (as saved) is of a run that changed nothing: a ``run`` that
+    succeeded, each layer's gate passed as in an earlier run because nothing it checks had
+    changed, and no change applied to gold."""
+    gates = summary.get("gates", {})
+    applied = summary.get("layers", {}).get("gold", {}).get("applied", {})
+    return (
+        summary.get("command") == "run"
+        and summary.get("status") == "succeeded"
+        and all(gates.get(layer, {}).get("reused_from") for layer in LAYERS)
+        and not any(applied.values())
+    )
+
+
+def is_idle(path: Path) -> bool:
+    """Whether a summary file is of a run that changed nothing, by its name."""
+    return path.name.endswith(IDLE_SUFFIX)
+
+
 def prune_summaries(runs_dir: Path, keep: int) -> int:
-    """Remove all but the newest ``keep`` run summaries of ``runs_dir``; how many went.
+    """Keep the newest ``keep`` summaries of runs that changed something and the newest
+    ``keep`` of runs that changed nothing in ``runs_dir``; remove the rest, and return how
+    many went.
 
     A continuous run writes one every cycle (about 30 KB, even for a cycle with nothing
     new), so without a bound the folder grows by hundreds of MB a day and the report,
-    which lists it every cycle, slows with it. Run ids sort by time."""
-    older = sorted(runs_dir.glob("*.json"), reverse=True)[keep:]
+    which lists it every cycle, slows with it. Counted apart, hours of quiet cycles do not
+    push the last runs that did something out of the report's trend. Run ids sort by time."""
+    newest_first = sorted(runs_dir.glob("*.json"), reverse=True)
+    older = [p for p in newest_first if is_idle(p)][keep:]
+    older += [p for p in newest_first if not is_idle(p)][keep:]
     for path in older:
         path.unlink(missing_ok=True)
     return len(older)

@@ -3,13 +3,19 @@ how many summaries a lake keeps."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from pyspark_jobs.gold.apply import TableApply
 from pyspark_jobs.pipeline import gold_totals
-from pyspark_jobs.quality.report import load_runs
-from pyspark_jobs.run_summary import RunSummary, format_summary, last_gold_freshness
+from pyspark_jobs.quality.report import IdleStretch, load_history, load_runs, render_page
+from pyspark_jobs.run_summary import (
+    RunSummary,
+    changed_nothing,
+    format_summary,
+    last_gold_freshness,
+)
 
 
 def test_gold_totals_keep_the_newest_event_time_of_the_tables_that_received_changes():
@@ -144,3 +150,72 @@ def test_saving_with_keep_leaves_the_newest_summaries_the_report_reads(tmp_path:
         "20261204T000005000000Z.json",
     ]
     assert [r["run_id"] for r in load_runs(runs)][0] == "20261204T000005000000Z"
+
+
+def _summary(run_id: str, *, reused: bool = True, applied: int = 0, **fields) -> RunSummary:
+    gate = {"success": True, "reused_from": "20261204T000000000000Z" if reused else ""}
+    return RunSummary(
+        run_id=run_id,
+        status=fields.pop("status", "succeeded"),
+        layers={"gold": {"applied": {"gold.a": applied}}},
+        gates={layer: dict(gate) for layer in ("bronze", "silver", "gold")},
+        **fields,
+    )
+
+
+def test_a_run_changed_nothing_only_when_every_gate_was_reused_and_nothing_applied():
+    assert changed_nothing(asdict(_summary("r")))
+    assert not changed_nothing(asdict(_summary("r", reused=False)))
+    assert not changed_nothing(asdict(_summary("r", applied=1)))
+    assert not changed_nothing(asdict(_summary("r", status="stopped by the gold gate")))
+    assert not changed_nothing(asdict(_summary("r", command="validate")))
+    # a run stopped before its last gate has no verdict for it
+    partial = asdict(_summary("r"))
+    del partial["gates"]["gold"]
+    assert not changed_nothing(partial)
+
+
+def _second(second: int) -> str:
+    return f"20261204T0000{second:02d}000000Z"
+
+
+def test_quiet_runs_are_counted_between_the_runs_the_trend_shows(tmp_path: Path):
+    runs = tmp_path / "runs"
+    # oldest first: 1 did something, 2-4 nothing, 5 something, 6 nothing, 7 nothing
+    for second in range(1, 8):
+        _summary(_second(second), reused=second not in (1, 5)).save(runs)
+    assert sorted(p.name for p in runs.glob("*.idle.json")) == [
+        f"{_second(s)}.idle.json" for s in (2, 3, 4, 6, 7)
+    ]
+    history = load_history(runs)
+    # the newest run always, then only the runs that did something
+    assert [r["run_id"] for r in history.runs] == [_second(s) for s in (7, 5, 1)]
+    assert history.idle_after == {
+        _second(5): IdleStretch(1, _second(6), _second(6)),
+        _second(1): IdleStretch(3, _second(2), _second(4)),
+    }
+    page = render_page(history.runs, "docs/index.html", idle_after=history.idle_after)
+    assert "Last 3 runs, and 4 between them that changed nothing" in page
+    span = "2026-12-04 00:00:02 UTC to 2026-12-04 00:00:04 UTC"
+    assert f"⋯ 3 runs that changed nothing ({span})" in page
+    assert "⋯ 1 run that changed nothing (2026-12-04 00:00:06 UTC)" in page
+    # the stretch sits above the run it followed (the table is newest first)
+    assert page.index("⋯ 3 runs") < page.index(f"<td>{_second(1)}</td>")
+    assert page.index(f"<td>{_second(5)}</td>") < page.index("⋯ 3 runs")
+    # a limit counts the runs shown, not the quiet ones between them
+    assert [r["run_id"] for r in load_history(runs, limit=2).runs] == [_second(7), _second(5)]
+
+
+def test_pruning_keeps_the_newest_of_each_kind(tmp_path: Path):
+    runs = tmp_path / "runs"
+    for second in range(1, 9):
+        _summary(_second(second), reused=second % 2 == 0).save(runs)
+    # hours of quiet cycles do not push the last runs that did something out
+    for second in range(10, 20):
+        _summary(_second(second)).save(runs, keep=2)
+    assert sorted(p.name for p in runs.glob("*.json")) == [
+        f"{_second(5)}.json",
+        f"{_second(7)}.json",
+        f"{_second(18)}.idle.json",
+        f"{_second(19)}.idle.json",
+    ]

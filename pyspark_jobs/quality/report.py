@@ -7,7 +7,10 @@ SVG, drawn by matplotlib); every check of every gate with its observed value per
 table and its threshold; bronze -> silver counts that add up per source; a drill-down per
 source and per gold table (last run's counts, its checks, a few quarantined lines,
 rejects or cast failures with their reasons); links straight to each validation's Data
-Docs page; and the last runs as a trend table. Plain HTML, inline CSS and SVG, no script:
+Docs page; and the last runs as a trend table. The trend and its charts keep to the runs
+that changed something (the newest run is always shown): a continuous run's quiet
+cycles, saved as ``*.idle.json`` (``run_summary.changed_nothing``), are counted between
+them, one line per stretch, not listed. Plain HTML, inline CSS and SVG, no script:
 it opens from disk, from a CI artifact or behind ``lakehouse report --serve`` alike, with
 no network.
 """
@@ -19,7 +22,8 @@ import http.server
 import json
 import os
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
@@ -28,6 +32,7 @@ from typing import Any
 from pyspark_jobs.durations import freshness_seconds, human_seconds
 from pyspark_jobs.quality import charts
 from pyspark_jobs.quality.gate_steps import is_gate_step
+from pyspark_jobs.run_summary import is_idle
 
 LAYERS = ("bronze", "silver", "gold")
 TREND_RUNS = 20
@@ -76,18 +81,57 @@ summary { cursor:pointer; font-weight:600; }
 summary .meta { font-weight:400; }
 .sum { font-weight:600; border-top:2px solid var(--line); }
 .reused { border-left:4px solid #8c959f; background:var(--bg); padding:6px 10px; margin:6px 0; }
+tr.idle td { color:var(--muted); background:var(--bg); font-style:italic; }
 """
 
 
-def load_runs(runs_dir: Path, limit: int = TREND_RUNS) -> list[dict[str, Any]]:
-    """The last ``limit`` run summaries, newest first (unreadable files are skipped)."""
-    runs = []
-    for path in sorted(runs_dir.glob("*.json"), reverse=True)[:limit]:
+@dataclass
+class RunHistory:
+    """What the report shows of the run summaries: the newest run, then the newest runs that
+    changed something (newest first), and how many runs that changed nothing came after
+    each of those (by run id; only stretches of at least one)."""
+
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    idle_after: dict[str, IdleStretch] = field(default_factory=dict)
+
+
+@dataclass
+class IdleStretch:
+    """Consecutive runs that changed nothing: how many, the first and the last run id."""
+
+    runs: int
+    first: str
+    last: str
+
+
+def load_history(runs_dir: Path, limit: int = TREND_RUNS) -> RunHistory:
+    """The newest summary and the newest ``limit`` of runs that changed something, read
+    from ``runs_dir``; the runs that changed nothing between them are only counted, by
+    their file names (unreadable files are skipped)."""
+    history = RunHistory()
+    newest_first = sorted(runs_dir.glob("*.json"), reverse=True)
+    quiet: list[str] = []  # idle run ids newer than the next run to be shown, newest first
+    for index, path in enumerate(newest_first):
+        if len(history.runs) >= limit:
+            break
+        if index > 0 and is_idle(path):
+            quiet.append(path.name.split(".", 1)[0])
+            continue
         try:
-            runs.append(json.loads(path.read_text()))
+            run = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             continue
-    return runs
+        if quiet:
+            stretch = IdleStretch(len(quiet), first=quiet[-1], last=quiet[0])
+            history.idle_after[str(run.get("run_id"))] = stretch
+            quiet = []
+        history.runs.append(run)
+    return history
+
+
+def load_runs(runs_dir: Path, limit: int = TREND_RUNS) -> list[dict[str, Any]]:
+    """The runs of ``load_history``: newest first."""
+    return load_history(runs_dir, limit).runs
 
 
 def _when(ts: float | None) -> str:
@@ -412,9 +456,31 @@ def _total(run: dict[str, Any], layer: str, key: str) -> int:
     return sum(run.get("layers", {}).get(layer, {}).get(key, {}).values())
 
 
-def _trend(runs: list[dict[str, Any]]) -> str:
+def _run_time(run_id: str) -> str:
+    """A run id (a UTC timestamp) as the report prints times."""
+    try:
+        moment = datetime.strptime(run_id, "%Y%m%dT%H%M%S%fZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return run_id
+    return _when(moment.timestamp())
+
+
+def _idle_row(stretch: IdleStretch) -> str:
+    span = _run_time(stretch.first)
+    if stretch.runs > 1:
+        span += f" to {_run_time(stretch.last)}"
+    noun = "run" if stretch.runs == 1 else "runs"
+    return (
+        f'<tr class="idle"><td colspan="11">⋯ {stretch.runs} {noun} that changed nothing'
+        f" ({escape(span)})</td></tr>"
+    )
+
+
+def _trend(runs: list[dict[str, Any]], idle_after: Mapping[str, IdleStretch]) -> str:
     rows = []
     for run in runs:
+        if (stretch := idle_after.get(str(run.get("run_id")))) is not None:
+            rows.append(_idle_row(stretch))
         # ↺: passed without a validation (as in an earlier run, nothing it checks changed)
         gates = " ".join(
             f"{layer[0].upper()}&nbsp;{'✓' if g.get('success') else '✗'}"
@@ -440,7 +506,9 @@ def _trend(runs: list[dict[str, Any]]) -> str:
         "<th>bronze records</th><th>quarantined</th><th>changes</th><th>rejects</th>"
         f"<th>gold rows</th><th>gates</th></tr>{''.join(rows)}</table>"
         '<p class="meta">↺: the gate was not validated in that run (nothing it checks had '
-        "changed since it last passed); its result is that earlier run's.</p>"
+        "changed since it last passed); its result is that earlier run's. ⋯: runs that "
+        "changed nothing (every gate passed unchecked, nothing applied to gold), counted, "
+        "not listed: the table and the charts keep to the runs that did something.</p>"
     )
 
 
@@ -462,11 +530,16 @@ def _timings(run: dict[str, Any]) -> str:
 
 
 def render_page(
-    runs: list[dict[str, Any]], docs_href: str, link: Callable[[str], str] | None = None
+    runs: list[dict[str, Any]],
+    docs_href: str,
+    link: Callable[[str], str] | None = None,
+    idle_after: Mapping[str, IdleStretch] | None = None,
 ) -> str:
     """The summary page for ``runs`` (newest first). ``link`` turns a Data Docs page's
-    path into the page's href (default: the path as a file URL)."""
+    path into the page's href (default: the path as a file URL). ``idle_after``: the
+    runs that changed nothing after each of ``runs`` (``RunHistory.idle_after``)."""
     link = link or (lambda path: Path(path).as_uri())
+    idle_after = idle_after or {}
     if not runs:
         body = "<p>No runs yet: <code>lakehouse run</code> writes the first summary.</p>"
         return _page("no runs yet", body)
@@ -504,10 +577,15 @@ few of its quarantined lines and rejects.</p>
 {_gold_section(run)}
 <h2>Run time</h2>
 {_timings(run)}
-<h2>Last {len(runs)} runs</h2>
-{_trend(runs)}
+<h2>Last {len(runs)} runs{_idle_heading(idle_after)}</h2>
+{_trend(runs, idle_after)}
 </main>"""
     return _page(status, body)
+
+
+def _idle_heading(idle_after: Mapping[str, IdleStretch]) -> str:
+    idle = sum(stretch.runs for stretch in idle_after.values())
+    return f", and {idle} between them that changed nothing" if idle else ""
 
 
 def _page(title: str, body: str) -> str:
@@ -529,7 +607,10 @@ def write_report(reports_dir: Path, runs_dir: Path, docs_index: Path) -> Path:
         # Relative, so the folder works when moved, served or kept as a CI artifact.
         return urllib.parse.quote(Path(os.path.relpath(path, reports_dir)).as_posix())
 
-    page.write_text(render_page(load_runs(runs_dir), docs_href, link), encoding="utf-8")
+    history = load_history(runs_dir)
+    page.write_text(
+        render_page(history.runs, docs_href, link, history.idle_after), encoding="utf-8"
+    )
     return page
 
 

@@ -112,6 +112,11 @@ def test_a_second_run_with_nothing_new_reuses_every_gate(
     assert page.count("Not validated again in this run") == 3
     assert f"changed since run <strong>{first}</strong>" in page
     assert f"(of run {first})" in page
+    # a run that changed nothing is saved under a name that says so (the report's trend
+    # counts such runs by name, without reading them)
+    runs = settings.state_dir / "runs"
+    assert (runs / f"{run['run_id']}.idle.json").is_file()
+    assert (runs / f"{first}.json").is_file()
 
 
 def test_a_commit_to_a_gold_table_validates_the_gold_gate_again(
@@ -206,8 +211,10 @@ def test_lakehouse_validate_always_validates(
     gates = latest_run(settings)["gates"]
     assert validated(gates["gold"]) and gates["gold"]["success"]
     assert gates["silver"]["reused_from"] == first_run["run_id"]
-    # each run and validate wrote a summary; the newest SUMMARIES_KEPT are left
-    runs = sorted(p.stem for p in (settings.state_dir / "runs").glob("*.json"))
+    # each run and validate wrote a summary; the newest SUMMARIES_KEPT of those that
+    # changed something are left (and of those that changed nothing, counted apart)
+    saved = sorted((settings.state_dir / "runs").glob("*.json"))
+    runs = [p.name.removesuffix(".json") for p in saved if not p.name.endswith(".idle.json")]
     assert len(runs) == SUMMARIES_KEPT and runs[-1] == latest_run(settings)["run_id"]
     assert first_run["run_id"] not in runs
 
