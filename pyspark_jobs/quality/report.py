@@ -32,7 +32,7 @@ from typing import Any
 from pyspark_jobs.durations import freshness_seconds, human_seconds
 from pyspark_jobs.quality import charts
 from pyspark_jobs.quality.gate_steps import is_gate_step
-from pyspark_jobs.run_summary import is_idle
+from pyspark_jobs.run_summary import changed_nothing, is_idle
 
 LAYERS = ("bronze", "silver", "gold")
 TREND_RUNS = 20
@@ -205,7 +205,9 @@ def _charts(runs: list[dict[str, Any]]) -> str:
             '<p class="meta">Charts need matplotlib (<code>pip install matplotlib</code>); '
             "every number is in the tables below.</p>"
         )
-    oldest_first = list(reversed(runs))
+    # The trends leave out the newest run when it changed nothing, as they leave out every
+    # other such run (load_history).
+    oldest_first = list(reversed(runs[1:] if changed_nothing(runs[0]) else runs))
     drawn = [
         ("chart-run-time", charts.run_time_chart(oldest_first)),
         ("chart-sources", charts.source_trend_chart(oldest_first)),

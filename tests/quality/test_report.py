@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from pathlib import Path
+from unittest.mock import patch
 
+import pytest
+
+from pyspark_jobs.quality import charts
 from pyspark_jobs.quality.report import render_page, write_report
 
 
@@ -168,3 +173,50 @@ def test_old_summaries_and_no_runs_still_render():
     }
     page = render_page([old], "docs/index.html")
     assert "expect_x(source)" in page and 'id="gate-silver"' in page
+
+
+def test_a_quiet_cycle_leaves_the_trend_charts_as_drawn_and_redraws_freshness(tmp_path: Path):
+    reports = tmp_path / "reports"
+    docs = reports / "gx" / "index.html"
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for i in range(3):
+        summary = run(f"2024010{i}T000000000000Z", 1704067200.0 + i * 3600, tmp_path)
+        (runs / f"{summary['run_id']}.json").write_text(json.dumps(summary))
+    before = write_report(reports, runs, docs).read_text()
+    drawn = {name: draw.cache_info().misses for name, draw in TREND_DRAWINGS.items()}
+    freshness = charts.freshness_chart
+
+    # a run that changed nothing: every gate reused, nothing applied, a new run time
+    quiet = run("20240105T000000000000Z", 1704067200.0 + 5 * 3600, tmp_path)
+    for gate_result in quiet["gates"].values():
+        gate_result["reused_from"] = "20240102T000000000000Z"
+    quiet["layers"]["gold"]["applied"] = {"gold.users": 0}
+    quiet["timings"] = {"bronze": 0.5, "silver": 0.1, "gold": 0.2}
+    (runs / "20240105T000000000000Z.idle.json").write_text(json.dumps(quiet))
+    redrawn = []
+    with patch.object(charts, "freshness_chart", lambda f: redrawn.append(f) or freshness(f)):
+        after = write_report(reports, runs, docs).read_text()
+
+    # the trend charts show the same runs, drawn once; the freshness is the new run's
+    assert {name: draw.cache_info().misses for name, draw in TREND_DRAWINGS.items()} == drawn
+    for chart in ("chart-run-time", "chart-sources"):
+        assert _figure(after, chart) == _figure(before, chart)
+    assert redrawn == [{"gold.users": pytest.approx(freshness_seconds_at(quiet))}]
+    assert "Last 4 runs" in after and "latest: run 20240105T000000000000Z" in after
+
+
+TREND_DRAWINGS = {
+    "run time": charts._draw_run_time,
+    "sources": charts._draw_source_trend,
+}
+
+
+def _figure(page: str, chart: str) -> str:
+    start = page.index(f'<figure id="{chart}">')
+    return page[start : page.index("</figure>", start)]
+
+
+def freshness_seconds_at(summary: dict) -> float:
+    newest = datetime.fromisoformat(summary["layers"]["gold"]["freshness"]["gold.users"])
+    return summary["finished_at"] - newest.timestamp()
