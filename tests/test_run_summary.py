@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pyspark_jobs.gold.apply import TableApply
 from pyspark_jobs.pipeline import gold_totals
-from pyspark_jobs.quality.report import IdleStretch, load_history, load_runs, render_page
+from pyspark_jobs.quality.report import IdleStretch, load_history, render_page
 from pyspark_jobs.run_summary import (
     RunSummary,
     changed_nothing,
@@ -149,7 +149,7 @@ def test_saving_with_keep_leaves_the_newest_summaries_the_report_reads(tmp_path:
         "20261204T000004000000Z.json",
         "20261204T000005000000Z.json",
     ]
-    assert [r["run_id"] for r in load_runs(runs)][0] == "20261204T000005000000Z"
+    assert [r["run_id"] for r in load_history(runs).runs][0] == "20261204T000005000000Z"
 
 
 def _summary(run_id: str, *, reused: bool = True, applied: int = 0, **fields) -> RunSummary:

@@ -129,11 +129,6 @@ def load_history(runs_dir: Path, limit: int = TREND_RUNS) -> RunHistory:
     return history
 
 
-def load_runs(runs_dir: Path, limit: int = TREND_RUNS) -> list[dict[str, Any]]:
-    """The runs of ``load_history``: newest first."""
-    return load_history(runs_dir, limit).runs
-
-
 def _when(ts: float | None) -> str:
     if not ts:
         return ""
