@@ -54,9 +54,10 @@ class RunSummary:
         run changed nothing); with ``keep``, then prune the folder (``prune_summaries``).
         Returns the file written."""
         runs_dir.mkdir(parents=True, exist_ok=True)
-        suffix = IDLE_SUFFIX if changed_nothing(asdict(self)) else ".json"
+        saved = asdict(self)
+        suffix = IDLE_SUFFIX if changed_nothing(saved) else ".json"
         path = runs_dir / f"{self.run_id}{suffix}"
-        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True, default=str))
+        path.write_text(json.dumps(saved, indent=2, sort_keys=True, default=str))
         if keep is not None:
             prune_summaries(runs_dir, keep)
         return path
@@ -79,6 +80,11 @@ def changed_nothing(summary: dict[str, Any]) -> bool:
 def is_idle(path: Path) -> bool:
     """Whether a summary file is of a run that changed nothing, by its name."""
     return path.name.endswith(IDLE_SUFFIX)
+
+
+def run_id_of(path: Path) -> str:
+    """The run id a summary file is named after (``<run_id>.json``, ``<run_id>.idle.json``)."""
+    return path.name.removesuffix(IDLE_SUFFIX).removesuffix(".json")
 
 
 def prune_summaries(runs_dir: Path, keep: int) -> int:

@@ -21,9 +21,9 @@ from datetime import datetime
 from typing import Any
 
 from pyspark_jobs.durations import human_seconds
+from pyspark_jobs.quality.definitions import LAYERS
 from pyspark_jobs.quality.gate_steps import is_gate_step
 
-LAYERS = ("bronze", "silver", "gold")
 COLORS = {"bronze": "#b08d57", "silver": "#8c959f", "gold": "#d4a72c", "gates": "#0969da"}
 
 

@@ -31,10 +31,10 @@ from typing import Any
 
 from pyspark_jobs.durations import freshness_seconds, human_seconds
 from pyspark_jobs.quality import charts
+from pyspark_jobs.quality.definitions import LAYERS
 from pyspark_jobs.quality.gate_steps import is_gate_step
-from pyspark_jobs.run_summary import changed_nothing, is_idle
+from pyspark_jobs.run_summary import changed_nothing, is_idle, run_id_of
 
-LAYERS = ("bronze", "silver", "gold")
 TREND_RUNS = 20
 # bronze -> silver: where each bronze record of a source went (the silver gate's rule)
 ACCOUNTING = ("changes", "redelivered", "rejected", "noops", "skipped", "unaccounted")
@@ -115,7 +115,7 @@ def load_history(runs_dir: Path, limit: int = TREND_RUNS) -> RunHistory:
         if len(history.runs) >= limit:
             break
         if index > 0 and is_idle(path):
-            quiet.append(path.name.split(".", 1)[0])
+            quiet.append(run_id_of(path))
             continue
         try:
             run = json.loads(path.read_text())

@@ -23,7 +23,7 @@ from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.gold.tables import TOMBSTONES_TABLE
 from pyspark_jobs.quality import frames, gate_reuse, gates
 from pyspark_jobs.quality.definitions import EXPECTATIONS_DIR, LAYERS, load_checkpoint
-from pyspark_jobs.run_summary import RunSummary, format_summary
+from pyspark_jobs.run_summary import RunSummary, format_summary, is_idle, run_id_of
 from pyspark_jobs.settings import Settings
 from pyspark_jobs.small_inputs import THRESHOLD_KEY
 from tests.conftest import copy_of_samples, reset_lake
@@ -214,7 +214,7 @@ def test_lakehouse_validate_always_validates(
     # each run and validate wrote a summary; the newest SUMMARIES_KEPT of those that
     # changed something are left (and of those that changed nothing, counted apart)
     saved = sorted((settings.state_dir / "runs").glob("*.json"))
-    runs = [p.name.removesuffix(".json") for p in saved if not p.name.endswith(".idle.json")]
+    runs = [run_id_of(p) for p in saved if not is_idle(p)]
     assert len(runs) == SUMMARIES_KEPT and runs[-1] == latest_run(settings)["run_id"]
     assert first_run["run_id"] not in runs
 
