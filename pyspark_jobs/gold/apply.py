@@ -90,6 +90,7 @@ from pyspark_jobs.gold.tables import (
 from pyspark_jobs.gold.validation import reject_reason
 from pyspark_jobs.job_names import named_jobs
 from pyspark_jobs.materialize import materialized
+from pyspark_jobs.session import temporary_conf
 from pyspark_jobs.small_inputs import interpreted_when_small
 from pyspark_jobs.snapshots import load_snapshots
 
@@ -110,6 +111,12 @@ LAYOUT_THREADS = 4
 # Large tables keep deletion vectors: a few rows changed in a big file must not copy the
 # rest of it (tests/gold/test_merge_files.py).
 SMALL_TABLE_MERGES = {"spark.databricks.delta.merge.deletionVectors.persistent": "false"}
+# Every write of a run reads the staged rows, already fixed: a local checkpoint of what was
+# committed (``staging.stage``), or the pending table read at the run's version. Delta's
+# MERGE would copy its source once more before each MERGE (its "materialize source" job:
+# a checkpoint is not a Delta scan, so it cannot tell the rows will not change), 40 to
+# 120 ms a table in a warm cycle (docs/performance.md). Kept when set from outside.
+MERGE_SOURCE_KEY = "spark.databricks.delta.merge.materializeSource"
 
 
 @dataclass
@@ -387,7 +394,11 @@ def apply_staged(
         if t.entity.history and counts["history_keys"]:
             writes[f"{t.table} history"] = functools.partial(_write_history, spark, t, run)
     metrics: dict[str, MergeMetrics] = {}
-    with ThreadPoolExecutor(max_workers=max(1, min(MERGE_THREADS, len(writes)))) as pool:
+    source_fixed = {} if spark.conf.get(MERGE_SOURCE_KEY, None) else {MERGE_SOURCE_KEY: "none"}
+    with (
+        temporary_conf(spark, source_fixed),
+        ThreadPoolExecutor(max_workers=max(1, min(MERGE_THREADS, len(writes)))) as pool,
+    ):
         futures = {name: pool.submit(write) for name, write in writes.items()}
         for name, future in futures.items():
             if isinstance(done := future.result(), MergeMetrics):

@@ -4,10 +4,15 @@ vectors."""
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
 
 from pyspark_jobs.config import Entity, Source
-from pyspark_jobs.gold.apply import apply_gold
+from pyspark_jobs.gold import apply as gold_apply
+from pyspark_jobs.gold.apply import MERGE_SOURCE_KEY, apply_gold
+from pyspark_jobs.job_names import counted_jobs
 from pyspark_jobs.small_inputs import THRESHOLD_KEY
 from tests.gold.changelog import append, change, config, create_change_log
 
@@ -82,3 +87,46 @@ def test_merges_rewrite_small_tables_and_mark_rows_in_large_ones(spark: SparkSes
         .select("id", "v", "_seq")
         .collect()
     ) == [(7, "v1", [2]), (8, "v1", [2]), (9, "v0", [1]), (1234, "v1", [2]), (1500, "v1", [2])]
+
+
+def test_the_merges_take_the_staged_rows_as_they_are(
+    spark: SparkSession, empty_lake, monkeypatch: pytest.MonkeyPatch
+):
+    """The staged rows a run's MERGEs read are already fixed, so Delta is told not to copy
+    them again before each MERGE; a setting given from outside is kept."""
+    create_change_log(spark)
+    append(
+        spark,
+        [change(SRC, BIG, {"id": k}, "upsert", [1], row={"id": k, "v": "v0"}) for k in range(8)],
+    )
+    apply_gold(spark, CFG, log=lambda _: None)  # the first apply: an append, no MERGE
+    merges: list[tuple[Any, int]] = []
+    merge = gold_apply.merge_into_gold
+
+    def counted_merge(session: SparkSession, rows: DataFrame, entity: Entity):
+        with counted_jobs(session) as jobs:
+            done = merge(session, rows, entity)
+            merges.append((session.conf.get(MERGE_SOURCE_KEY, None), jobs()))
+        return done
+
+    monkeypatch.setattr(gold_apply, "merge_into_gold", counted_merge)
+    merge_two_updates_and_a_delete(spark, (1, 2), 3)
+    assert spark.conf.get(MERGE_SOURCE_KEY, None) is None  # back as it was
+    spark.conf.set(MERGE_SOURCE_KEY, "all")
+    try:
+        merge_two_updates_and_a_delete(spark, (4, 5), 6)
+        assert spark.conf.get(MERGE_SOURCE_KEY) == "all"
+    finally:
+        spark.conf.unset(MERGE_SOURCE_KEY)
+    (ours, jobs), (outside, jobs_copying) = merges
+    assert (ours, outside) == ("none", "all")
+    # Delta's copy of the source is a Spark job of its own.
+    assert jobs < jobs_copying
+    assert sorted(tuple(r) for r in spark.table("gold.big").select("id", "v").collect()) == [
+        (0, "v0"),
+        (1, "v1"),
+        (2, "v1"),
+        (4, "v1"),
+        (5, "v1"),
+        (7, "v0"),
+    ]
