@@ -87,6 +87,11 @@ class AddedFile:
         """The least value of ``column`` in the file by its statistics, None if unknown."""
         return json.loads(self.stats).get("minValues", {}).get(column) if self.stats else None
 
+    def records(self) -> int | None:
+        """The file's row count by its statistics, None if unknown."""
+        count = json.loads(self.stats).get("numRecords") if self.stats else None
+        return None if count is None else int(count)
+
 
 def files_added_since(
     spark: SparkSession, table: str, version: int, max_commits: int = 500

@@ -53,10 +53,13 @@ Debezium alone).
 Both silver models read the keyed changes, one the valid ones and the other the rejects,
 so a full build (var ``pipeline_build``) first stores them once in ``BATCH_TABLE``
 (``int_change_log__batch``) and the two models read that small table: the keyed view is
-planned and run once instead of twice (the samples' first dbt build 36 s -> 22 s). An
-incremental build inlines the batch model into each silver model, as before: with the
-table, a build with rows of one format cost the same, and the two models' inserts became
-so short that the test of a build losing a commit race to another writer
+planned and run once instead of twice (the samples' first dbt build 36 s -> 22 s). So does
+an incremental build of more than ``STORE_BATCH_ABOVE_ROWS`` new bronze rows (the
+environment variable ``STORE_BATCH_ENV`` makes the batch model a table, and the build
+selects it): there parsing the batch is most of the build. A smaller incremental build
+inlines the batch model into each silver model: with the table, a build of a few rows
+cost the same (the table's write against one planning saved), and the two models' inserts
+became so short that the test of a build losing a commit race to another writer
 (``test_a_build_that_loses_a_commit_race...``) no longer met the race on CI.
 
 On a shared metastore an analyst's ``dbt run`` may build the same silver tables at the
@@ -123,6 +126,13 @@ AFTER_VERSION_ENV = "LAKEHOUSE_BATCH_AFTER_BRONZE_VERSION"
 # build left it, tested: the change log's reads of its own rows (the anti join on
 # change_id, the unique test) read only those sources' partitions (``_batch_sources``).
 SOURCES_ENV = "LAKEHOUSE_BATCH_SOURCES"
+# New bronze rows above which an incremental build, like a full one, stores the keyed
+# batch once (``BATCH_TABLE``) for both silver models, which otherwise each parse and key
+# it: on a large batch that parsing is most of the build, on a small one the table's write
+# costs more than it saves (docs/performance.md, "A large batch keyed once").
+STORE_BATCH_ABOVE_ROWS = 20_000
+# Set (to any text) for such a build: the batch model reads it to be a table.
+STORE_BATCH_ENV = "LAKEHOUSE_STORE_BATCH"
 # Builds of one step before it gives up on commit races: a retry finds the winner's
 # changes landed, so it loses again only if the other writer commits again meanwhile.
 COMMIT_RACE_ATTEMPTS = 3
@@ -165,12 +175,14 @@ def used_formats(config: LakehouseConfig) -> list[str]:
 
 @dataclass(frozen=True)
 class NewBronze:
-    """What bronze landed after the last build: its sources and their formats, and a
-    lower bound of its rows' ``ingested_at`` (None when a file has no statistics)."""
+    """What bronze landed after the last build: its sources and their formats, a lower
+    bound of its rows' ``ingested_at`` and how many rows it is (each None when a file has
+    no statistics)."""
 
     formats: list[str]
     sources: list[str]
     ingested_since_ms: int | None
+    rows: int | None = None
 
 
 def new_bronze(
@@ -190,7 +202,9 @@ def new_bronze(
     least = [_epoch_ms(file.min_value("ingested_at")) for file in files]
     known = [moment for moment in least if moment is not None]
     since = min(known) if known and len(known) == len(least) else None
-    return NewBronze(sorted({by_name[name] for name in sources}), sorted(sources), since)
+    counts = [file.records() for file in files]
+    rows = None if None in counts else sum(c for c in counts if c is not None)
+    return NewBronze(sorted({by_name[name] for name in sources}), sorted(sources), since, rows)
 
 
 def _epoch_ms(text: str | None) -> int | None:
@@ -285,16 +299,25 @@ def build_silver(
         log(f"silver: nothing new since the last build (bronze version {bronze})")
         return SilverBuild("skipped", bronze)
     variables: dict[str, Any] = {"cdc_formats": formats, **(dbt_vars or {})}
-    bounds: dict[str, str | None] = {SINCE_MS_ENV: None, AFTER_VERSION_ENV: None, SOURCES_ENV: None}
+    bounds: dict[str, str | None] = {
+        SINCE_MS_ENV: None,
+        AFTER_VERSION_ENV: None,
+        SOURCES_ENV: None,
+        STORE_BATCH_ENV: None,
+    }
     if last is not None and last[1] == fingerprint and built:
         kind = "incremental"
-        selected = f"{PIPELINE_SELECTOR},config.materialized:incremental"
+        selected = [f"{PIPELINE_SELECTOR},config.materialized:incremental"]
         batch = None if dbt_vars else new_bronze(spark, config, last[0])
         narrowed, batch_bounds = _batch_narrowing(spark, batch, formats, last[0], log)
         variables.update(narrowed)
         bounds.update(batch_bounds)
         bounds.update(_batch_sources(batch, tested=last[2] == versions))
-        args = [*_BUILD, "--select", selected, "--vars", json.dumps(variables)]
+        if batch is not None and (batch.rows or 0) > STORE_BATCH_ABOVE_ROWS:
+            bounds[STORE_BATCH_ENV] = "true"
+            selected.append(BATCH_TABLE.split(".")[-1])
+            log(f"silver: {batch.rows:,} new bronze rows: keying them once for both models")
+        args = [*_BUILD, "--select", *selected, "--vars", json.dumps(variables)]
     else:
         kind = "full"
         variables["pipeline_build"] = True

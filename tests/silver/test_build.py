@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.ingest import ingest
-from pyspark_jobs.config import load_config
+from pyspark_jobs.config import LakehouseConfig, load_config
 from pyspark_jobs.settings import Settings
 from pyspark_jobs.silver import build
 from pyspark_jobs.silver.build import (
@@ -233,7 +233,7 @@ def test_an_incremental_build_reads_only_the_formats_with_new_bronze_rows(
     config = load_config(write_config(tmp_path / "both.yml", landings))
     ingest(spark, empty_lake, config, **quiet)
     first = build_silver(spark, empty_lake, config, **quiet)
-    assert new_bronze(spark, config, first.bronze_version) == build.NewBronze([], [], None)
+    assert new_bronze(spark, config, first.bronze_version) == build.NewBronze([], [], None, 0)
     # A full build keys bronze once, into the table both silver models read.
     assert _keyed_reads(empty_lake, "change_log") == ["the batch table"]
     assert _keyed_reads(empty_lake, "change_log_rejects") == ["the batch table"]
@@ -329,6 +329,18 @@ def _files_read(spark: SparkSession, query: str, table: str = "bronze.cdc_raw") 
     return files
 
 
+def _debezium_built(
+    spark: SparkSession, settings: Settings, folder: Path
+) -> tuple[Path, LakehouseConfig, build.SilverBuild]:
+    """The Debezium sample landed under ``folder``, ingested and built once: its landing
+    folder, config and first build."""
+    landing = folder / "debezium"
+    copy_sample("debezium", landing)
+    config = load_config(write_config(folder / "sources.yml", {"shop_debezium": landing}))
+    ingest(spark, settings, config, log=lambda _: None)
+    return landing, config, build_silver(spark, settings, config, log=lambda _: None)
+
+
 def test_an_incremental_build_on_a_large_bronze_reads_only_the_files_landed_since(
     spark: SparkSession, empty_lake: Settings, tmp_path: Path, monkeypatch
 ):
@@ -337,11 +349,7 @@ def test_an_incremental_build_on_a_large_bronze_reads_only_the_files_landed_sinc
     hold."""
     monkeypatch.setattr(build, "PRUNE_BRONZE_ABOVE_BYTES", 0)
     logged: list[str] = []
-    landing = tmp_path / "debezium"
-    copy_sample("debezium", landing)
-    config = load_config(write_config(tmp_path / "sources.yml", {"shop_debezium": landing}))
-    ingest(spark, empty_lake, config, log=lambda _: None)
-    first = build_silver(spark, empty_lake, config, log=lambda _: None)
+    landing, config, first = _debezium_built(spark, empty_lake, tmp_path)
     old_files = spark.sql("describe detail bronze.cdc_raw").first()["numFiles"]  # type: ignore[index]
 
     write_lines(
@@ -430,3 +438,55 @@ def test_an_incremental_build_on_a_large_bronze_reads_only_the_files_landed_sinc
         '{"USER_ID":"991"}',
         '{"USER_ID":"992"}',
     ]
+
+
+def test_a_large_incremental_batch_is_keyed_once_for_both_models(
+    spark: SparkSession, empty_lake: Settings, tmp_path: Path, monkeypatch
+):
+    """Above ``STORE_BATCH_ABOVE_ROWS`` new bronze rows (1 here) an incremental build
+    stores the keyed batch, as a full build does, and both silver models read it instead
+    of each parsing and keying the batch; a smaller batch is inlined again."""
+    monkeypatch.setattr(build, "PRUNE_BRONZE_ABOVE_BYTES", 0)
+    monkeypatch.setattr(build, "STORE_BATCH_ABOVE_ROWS", 1)
+    logged: list[str] = []
+    landing, config, first = _debezium_built(spark, empty_lake, tmp_path)
+
+    users = [record("shop.public.users", 900 + i, {"USER_ID": 990 + i}, NEW_USER) for i in range(2)]
+    write_lines(landing / "two.jsonl", users)
+    ingest(spark, empty_lake, config, log=lambda _: None)
+    second = build_silver(spark, empty_lake, config, log=logged.append)
+
+    assert second.kind == "incremental"
+    assert "silver: 2 new bronze rows: keying them once for both models" in logged
+    assert _keyed_reads(empty_lake, "change_log") == ["the batch table"]
+    assert _keyed_reads(empty_lake, "change_log_rejects") == ["the batch table"]
+    # The table holds the batch only: the rows landed since the first build.
+    assert [r["bronze_commit_version"] for r in spark.table(BATCH_TABLE).collect()] == [
+        second.bronze_version
+    ] * 2
+    new = spark.table("silver.change_log").where(
+        F.col("lineage.bronze_commit_version") > first.bronze_version
+    )
+    assert sorted(r["record_key"] for r in new.collect()) == [
+        '{"USER_ID":"990"}',
+        '{"USER_ID":"991"}',
+    ]
+    assert build.STORE_BATCH_ENV not in os.environ
+    stored = spark.sql(f"describe history {BATCH_TABLE}").first()["version"]  # type: ignore[index]
+
+    # One row: inlined again, the stored batch left as it was; dbt parses again only the
+    # file that reads the switch (an environment variable, not a var).
+    write_lines(
+        landing / "one.jsonl", [record("shop.public.users", 910, {"USER_ID": 999}, NEW_USER)]
+    )
+    ingest(spark, empty_lake, config, log=lambda _: None)
+    third = build_silver(spark, empty_lake, config, log=logged.append)
+    assert third.kind == "incremental"
+    assert _keyed_reads(empty_lake, "change_log") == ["debezium"]
+    assert spark.sql(f"describe history {BATCH_TABLE}").first()["version"] == stored  # type: ignore[index]
+    parse = (empty_lake.dbt_dir / "logs" / "dbt.log").read_text().rsplit("running dbt with", 1)[-1]
+    assert "Unable to do partial parsing" not in parse
+    new = spark.table("silver.change_log").where(
+        F.col("lineage.bronze_commit_version") > second.bronze_version
+    )
+    assert [r["record_key"] for r in new.collect()] == ['{"USER_ID":"999"}']
