@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pyspark_jobs.config import Entity, Source
 from pyspark_jobs.gold import apply as gold_apply
-from pyspark_jobs.gold.apply import MERGE_SOURCE_KEY, apply_gold
+from pyspark_jobs.gold.apply import DELETION_VECTORS_KEY, MERGE_SOURCE_KEY, apply_gold
 from pyspark_jobs.job_names import counted_jobs
 from pyspark_jobs.small_inputs import THRESHOLD_KEY
 from tests.gold.changelog import append, change, config, create_change_log
@@ -87,6 +87,26 @@ def test_merges_rewrite_small_tables_and_mark_rows_in_large_ones(spark: SparkSes
         .select("id", "v", "_seq")
         .collect()
     ) == [(7, "v1", [2]), (8, "v1", [2]), (9, "v0", [1]), (1234, "v1", [2]), (1500, "v1", [2])]
+
+    # Large again, but a run that changes most of the rows (2,000 of 2,998): the touched
+    # files are rewritten, as on small tables, instead of a deletion vector for each.
+    append(
+        spark,
+        [change(SRC, BIG, {"id": k}, "upsert", [3], row={"id": k, "v": "v2"}) for k in range(2000)],
+    )
+    spark.conf.set(THRESHOLD_KEY, "0")
+    try:
+        apply_gold(spark, CFG, log=lambda _: None)
+    finally:
+        spark.conf.unset(THRESHOLD_KEY)
+    heavy = spark.sql("describe history gold.big limit 1").first()
+    metrics = {k: int(v) for k, v in heavy["operationMetrics"].items()}  # type: ignore[index]
+    assert (heavy["operation"], metrics["numTargetRowsUpdated"]) == ("MERGE", 2000)  # type: ignore[index]
+    assert metrics["numTargetDeletionVectorsAdded"] == 0
+    assert metrics["numTargetFilesRemoved"] >= 1 and metrics["numTargetRowsCopied"] > 0
+    assert spark.conf.get(DELETION_VECTORS_KEY, None) in (None, "true")
+    versions = spark.table("gold.big").groupBy("v").count().collect()
+    assert sorted(tuple(r) for r in versions) == [("v0", 998), ("v2", 2000)]
 
 
 def test_the_merges_take_the_staged_rows_as_they_are(
