@@ -21,6 +21,13 @@ SRC = Source("bigsrc", "pr_update", (BIG,), landing=None)
 CFG = config(SRC)
 
 
+def last_commit(spark: SparkSession) -> tuple[str, dict[str, int]]:
+    """The operation of gold.big's newest commit and its metrics."""
+    commit = spark.sql("describe history gold.big limit 1").first()
+    assert commit is not None
+    return commit["operation"], {k: int(v) for k, v in commit["operationMetrics"].items()}
+
+
 def merge_two_updates_and_a_delete(spark: SparkSession, updated: tuple[int, int], deleted: int):
     """Apply 2 updates and a delete to gold.big; the MERGE's metrics."""
     append(
@@ -29,10 +36,9 @@ def merge_two_updates_and_a_delete(spark: SparkSession, updated: tuple[int, int]
         + [change(SRC, BIG, {"id": deleted}, "delete", [2])],
     )
     apply_gold(spark, CFG, log=lambda _: None)
-    merge = spark.sql("describe history gold.big limit 1").first()
-    metrics = {k: int(v) for k, v in merge["operationMetrics"].items()}
+    operation, metrics = last_commit(spark)
     print("merge metrics", metrics)
-    assert merge["operation"] == "MERGE"
+    assert operation == "MERGE"
     assert (
         metrics["numTargetRowsUpdated"],
         metrics["numTargetRowsDeleted"],
@@ -99,9 +105,8 @@ def test_merges_rewrite_small_tables_and_mark_rows_in_large_ones(spark: SparkSes
         apply_gold(spark, CFG, log=lambda _: None)
     finally:
         spark.conf.unset(THRESHOLD_KEY)
-    heavy = spark.sql("describe history gold.big limit 1").first()
-    metrics = {k: int(v) for k, v in heavy["operationMetrics"].items()}  # type: ignore[index]
-    assert (heavy["operation"], metrics["numTargetRowsUpdated"]) == ("MERGE", 2000)  # type: ignore[index]
+    operation, metrics = last_commit(spark)
+    assert (operation, metrics["numTargetRowsUpdated"]) == ("MERGE", 2000)
     assert metrics["numTargetDeletionVectorsAdded"] == 0
     assert metrics["numTargetFilesRemoved"] >= 1 and metrics["numTargetRowsCopied"] > 0
     assert spark.conf.get(DELETION_VECTORS_KEY, None) in (None, "true")
