@@ -402,9 +402,11 @@ def apply_staged(
         if t.entity.history and counts["history_keys"]:
             writes[f"{t.table} history"] = functools.partial(_write_history, spark, t, run)
     metrics: dict[str, MergeMetrics] = {}
+    # Asked once: on a lake from before row counts were kept, a table's is counted.
+    rows_before = {t.table: _rows_before(spark, t, progress) for t in in_run}
     settings = {} if spark.conf.get(MERGE_SOURCE_KEY, None) else {MERGE_SOURCE_KEY: "none"}
-    if spark.conf.get(DELETION_VECTORS_KEY, None) is None and _rewrites_most_rows(
-        spark, [t for t in in_run if t.table in writes], per_table, progress
+    if spark.conf.get(DELETION_VECTORS_KEY, None) is None and rewrites_most_rows(
+        [(rows_before[t], int(per_table[t]["merged"])) for t in rows_before if t in writes]
     ):
         settings[DELETION_VECTORS_KEY] = "false"
     with (
@@ -429,7 +431,7 @@ def apply_staged(
             # reports nothing, and the count from before the run would be carried forward.
             report.rows = _rows_now(spark, table)
         else:
-            report.rows = _rows_before(spark, table, progress) + done.inserted - done.deleted
+            report.rows = rows_before[table.table] + done.inserted - done.deleted
         done_progress[table.table] = Progress(run.version, report.rows, table.signature)
     crash_point("gold:written")
     with named_jobs(spark, "gold: progress"):
@@ -437,18 +439,12 @@ def apply_staged(
     crash_point("gold:progress")
 
 
-def _rewrites_most_rows(
-    spark: SparkSession,
-    merging: Sequence[GoldTable],
-    per_table: dict[str, Row],
-    progress: dict[str, Progress],
-) -> bool:
-    """Whether the staged rows of ``merging`` are at least ``REWRITE_FILES_SHARE`` of the
-    rows those tables held before the run (from their progress: no Spark job)."""
+def rewrites_most_rows(merges: Sequence[tuple[int, int]]) -> bool:
+    """Whether a run's MERGEs, as (rows the table held before the run, staged rows) per
+    table, stage at least ``REWRITE_FILES_SHARE`` of the rows their tables held."""
     # A table that holds nothing yet is appended to, not merged into.
-    sizes = [(_rows_before(spark, t, progress), int(per_table[t.table]["merged"])) for t in merging]
-    held = sum(rows for rows, _ in sizes if rows)
-    staged = sum(merged for rows, merged in sizes if rows)
+    held = sum(rows for rows, _ in merges if rows)
+    staged = sum(merged for rows, merged in merges if rows)
     return held > 0 and staged >= REWRITE_FILES_SHARE * held
 
 

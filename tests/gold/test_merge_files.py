@@ -11,7 +11,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pyspark_jobs.config import Entity, Source
 from pyspark_jobs.gold import apply as gold_apply
-from pyspark_jobs.gold.apply import DELETION_VECTORS_KEY, MERGE_SOURCE_KEY, apply_gold
+from pyspark_jobs.gold.apply import (
+    DELETION_VECTORS_KEY,
+    MERGE_SOURCE_KEY,
+    apply_gold,
+    rewrites_most_rows,
+)
 from pyspark_jobs.job_names import counted_jobs
 from pyspark_jobs.small_inputs import THRESHOLD_KEY
 from tests.gold.changelog import append, change, config, create_change_log
@@ -112,6 +117,18 @@ def test_merges_rewrite_small_tables_and_mark_rows_in_large_ones(spark: SparkSes
     assert spark.conf.get(DELETION_VECTORS_KEY, None) in (None, "true")
     versions = spark.table("gold.big").groupBy("v").count().collect()
     assert sorted(tuple(r) for r in versions) == [("v0", 998), ("v2", 2000)]
+
+
+def test_a_run_rewrites_files_when_it_stages_half_the_rows_its_tables_held():
+    # (rows before the run, staged rows) per MERGE; empty tables are appended to.
+    assert rewrites_most_rows([(2998, 2000)])
+    assert rewrites_most_rows([(1000, 500)])
+    assert not rewrites_most_rows([(1000, 499)])
+    assert not rewrites_most_rows([(100_000, 10), (100, 100)])
+    assert rewrites_most_rows([(100, 40), (100, 60)])
+    assert not rewrites_most_rows([(0, 5000), (1000, 10)])
+    assert not rewrites_most_rows([(0, 5000)])
+    assert not rewrites_most_rows([])
 
 
 def test_the_merges_take_the_staged_rows_as_they_are(
