@@ -15,8 +15,8 @@ _DESCRIPTION = "spark.job.description"
 def named_jobs(spark: SparkSession, name: str) -> Iterator[None]:
     """Describe every Spark job this thread starts inside the block as ``name``, so a
     run's cost can be read per step from Spark's event log (``benchmarks.event_log``).
-    Threads started inside the block name their jobs the same only through
-    ``pyspark.inheritable_thread_target``."""
+    Threads started inside the block name their jobs the same only if each task copies
+    the caller's local properties (``snapshots._on_pool``) or names its own."""
     context = spark.sparkContext
     before = context.getLocalProperty(_DESCRIPTION)
     context.setJobDescription(name)

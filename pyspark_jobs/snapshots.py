@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from pyspark import inheritable_thread_target
 from pyspark.sql import DataFrame, SparkSession
 
 from pyspark_jobs.delta_log import current_snapshot, holds_files
@@ -43,7 +42,7 @@ def load_snapshots(
         if name not in optional or holds_files(spark, name):
             _load(spark, name)
 
-    _on_pool(load, sorted(always | optional))
+    _on_pool(spark, load, sorted(always | optional))
 
 
 def read_tables(
@@ -64,7 +63,7 @@ def read_tables(
         return reads[name](spark.table(name))
 
     names = list(reads)
-    return dict(zip(names, _on_pool(read, names), strict=True))
+    return dict(zip(names, _on_pool(spark, read, names), strict=True))
 
 
 def _load(spark: SparkSession, name: str) -> None:
@@ -75,8 +74,24 @@ def _load(spark: SparkSession, name: str) -> None:
     current_snapshot(spark, name).numOfFiles()
 
 
-def _on_pool(work: Callable[[str], T], names: Sequence[str]) -> list[T]:
-    """``work(name)`` for each name on the loading pool, in order. Its Spark jobs carry
-    the caller's step name (``job_names``), not none."""
+def _on_pool(spark: SparkSession, work: Callable[[str], T], names: Sequence[str]) -> list[T]:
+    """``work(name)`` for each name on the loading pool, in order, each call from its own
+    copy of the caller's local properties (its step name among them: ``job_names``).
+
+    Not ``pyspark.inheritable_thread_target``: it hands every call the same copy, so
+    calls running side by side wrote into one another's properties as Delta and Spark set
+    and restore them (a gold gate's job descriptions grew to "Delta: " forty times over
+    "read tables: Filtering files for query: Compute snapshot for version: N", repeated;
+    the SQL execution id, one slot for all), and it warns on every call that no session
+    was given for tags this project does not use.
+    """
+    context = spark.sparkContext._jsc.sc()
+    caller = context.getLocalProperties().clone()
+
+    def call(name: str) -> T:
+        # Pinned threads (PySpark's default): this Python thread's own JVM thread.
+        context.setLocalProperties(caller.clone())
+        return work(name)
+
     with ThreadPoolExecutor(max_workers=max(1, min(LOAD_THREADS, len(names)))) as pool:
-        return list(pool.map(inheritable_thread_target(work), names))
+        return list(pool.map(call, names))

@@ -4,7 +4,8 @@ either way. ``load_snapshots``: what a MERGE would load first, loaded ahead."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -12,7 +13,7 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.catalog import lookups_kept
 from pyspark_jobs.delta_log import table_bytes
-from pyspark_jobs.job_names import counted_jobs
+from pyspark_jobs.job_names import counted_jobs, named_jobs
 from pyspark_jobs.small_inputs import THRESHOLD_KEY
 from pyspark_jobs.snapshots import load_snapshots, read_tables
 from tests.support.metastore import hive_client_calls
@@ -84,6 +85,33 @@ def test_under_the_default_threshold_every_small_table_is_read_ahead(
     read = read_tables(spark, dict.fromkeys(two_tables, only_odd))
     assert not any(reads_a_table(frame) for frame in read.values())
     assert rows(read[two_tables[1]]) == [(i, 2 * i + 1) for i in range(2000)]
+
+
+def test_each_read_on_the_pool_has_its_own_copy_of_the_callers_properties(
+    spark: SparkSession, two_tables: tuple[str, str]
+):
+    # Both reads run side by side (the barrier), each names its jobs, then looks again:
+    # with one copy shared by the pool's calls (``inheritable_thread_target``), the later
+    # name was both calls' and Delta's operations stacked their names on one another's.
+    context = spark.sparkContext
+    meeting = threading.Barrier(len(two_tables), timeout=120)
+    seen: dict[str, tuple[str | None, str | None]] = {}
+
+    def own_name(name: str) -> Callable[[DataFrame], DataFrame]:
+        def read(table: DataFrame) -> DataFrame:
+            first = context.getLocalProperty("spark.job.description")
+            context.setJobDescription(f"reading {name}")
+            meeting.wait()
+            seen[name] = (first, context.getLocalProperty("spark.job.description"))
+            return table
+
+        return read
+
+    with named_jobs(spark, "test: the caller's step"):
+        read = read_tables(spark, {name: own_name(name) for name in two_tables})
+        assert context.getLocalProperty("spark.job.description") == "test: the caller's step"
+    assert seen == {name: ("test: the caller's step", f"reading {name}") for name in two_tables}
+    assert rows(only_odd(read[two_tables[0]])) == [(i, 2 * i + 1) for i in range(3)]
 
 
 def merge_one_row(spark: SparkSession, name: str) -> None:
