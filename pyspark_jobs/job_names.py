@@ -5,18 +5,21 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from pyspark.sql import SparkSession
 
 _DESCRIPTION = "spark.job.description"
+A = TypeVar("A")
+T = TypeVar("T")
 
 
 @contextmanager
 def named_jobs(spark: SparkSession, name: str) -> Iterator[None]:
     """Describe every Spark job this thread starts inside the block as ``name``, so a
     run's cost can be read per step from Spark's event log (``benchmarks.event_log``).
-    Threads started inside the block name their jobs the same only if each task copies
-    the caller's local properties (``snapshots._on_pool``) or names its own."""
+    Threads started inside the block name their jobs the same only if each task runs
+    through ``in_callers_jobs`` or names its own."""
     context = spark.sparkContext
     before = context.getLocalProperty(_DESCRIPTION)
     context.setJobDescription(name)
@@ -24,6 +27,28 @@ def named_jobs(spark: SparkSession, name: str) -> Iterator[None]:
         yield
     finally:
         context.setLocalProperty(_DESCRIPTION, before)  # type: ignore[arg-type]
+
+
+def in_callers_jobs(spark: SparkSession, work: Callable[[A], T]) -> Callable[[A], T]:
+    """``work`` for a pool's threads: each call starts from its own copy of the local
+    properties of the thread that wraps it (its step name and job group among them).
+
+    Not ``pyspark.inheritable_thread_target``: it hands every call the same copy, so
+    calls running side by side wrote into one another's properties as Delta and Spark set
+    and restore them (a gold gate's job descriptions grew to "Delta: " forty times over
+    "read tables: Filtering files for query: Compute snapshot for version: N", repeated;
+    the SQL execution id, one slot for all), and it warns on every call that no session
+    was given for tags this project does not use.
+    """
+    context = spark.sparkContext._jsc.sc()
+    caller = context.getLocalProperties().clone()
+
+    def call(item: A) -> T:
+        # Pinned threads (PySpark's default): this Python thread's own JVM thread.
+        context.setLocalProperties(caller.clone())
+        return work(item)
+
+    return call
 
 
 @contextmanager

@@ -21,6 +21,7 @@ from typing import TypeVar
 from pyspark.sql import DataFrame, SparkSession
 
 from pyspark_jobs.delta_log import current_snapshot, holds_files
+from pyspark_jobs.job_names import in_callers_jobs
 from pyspark_jobs.materialize import materialized
 from pyspark_jobs.small_inputs import all_small
 
@@ -75,23 +76,7 @@ def _load(spark: SparkSession, name: str) -> None:
 
 
 def _on_pool(spark: SparkSession, work: Callable[[str], T], names: Sequence[str]) -> list[T]:
-    """``work(name)`` for each name on the loading pool, in order, each call from its own
-    copy of the caller's local properties (its step name among them: ``job_names``).
-
-    Not ``pyspark.inheritable_thread_target``: it hands every call the same copy, so
-    calls running side by side wrote into one another's properties as Delta and Spark set
-    and restore them (a gold gate's job descriptions grew to "Delta: " forty times over
-    "read tables: Filtering files for query: Compute snapshot for version: N", repeated;
-    the SQL execution id, one slot for all), and it warns on every call that no session
-    was given for tags this project does not use.
-    """
-    context = spark.sparkContext._jsc.sc()
-    caller = context.getLocalProperties().clone()
-
-    def call(name: str) -> T:
-        # Pinned threads (PySpark's default): this Python thread's own JVM thread.
-        context.setLocalProperties(caller.clone())
-        return work(name)
-
+    """``work(name)`` for each name on the loading pool, in order; its Spark jobs carry
+    the caller's step name (``job_names``)."""
     with ThreadPoolExecutor(max_workers=max(1, min(LOAD_THREADS, len(names)))) as pool:
-        return list(pool.map(call, names))
+        return list(pool.map(in_callers_jobs(spark, work), names))
