@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_jobs.delta_log import holds_files
 from pyspark_jobs.gold.tables import PROGRESS_TABLE
 from pyspark_jobs.version_memo import memoized, own_commit
 
@@ -41,6 +42,8 @@ _LATEST = "latest progress"
 
 
 def _read_progress(spark: SparkSession) -> dict[str, Progress]:
+    if not holds_files(spark, PROGRESS_TABLE):  # a new lake's: no query for no rows
+        return {}
     latest = (
         spark.table(PROGRESS_TABLE)
         .groupBy("table_name")

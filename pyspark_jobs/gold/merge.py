@@ -1,7 +1,9 @@
 """The writes of a gold run, each safe to repeat with the same staged states.
 
-- ``record_rejects``: one MERGE of every diverted state, keyed by table, key and change;
-- ``merge_tombstones``: one MERGE of the deletes of every table;
+- ``record_rejects``: one MERGE of every diverted state, keyed by table, key and change
+  (an append while the table holds no rows);
+- ``merge_tombstones``: one MERGE of the deletes of every table (an append while the
+  table holds no rows);
 - ``merge_into_gold``: one MERGE per gold table; a row already equal to its state is
   not rewritten, so a repeat changes nothing (``insert_into_empty_gold``: the same
   write to a table without rows, as an append).
@@ -17,6 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.config import Entity
+from pyspark_jobs.delta_log import holds_files
 from pyspark_jobs.gold.tables import REJECTS_TABLE, TOMBSTONES_TABLE, gold_table_name, quote
 from pyspark_jobs.gold.typed_values import cast_value, key_columns
 
@@ -157,6 +160,17 @@ def append_inserts(
     ).writeTo(name).append()
 
 
+def appended_to_empty(spark: SparkSession, name: str, rows: DataFrame) -> bool:
+    """Whether ``rows`` were appended to ``name`` because its log says it holds no file:
+    what a MERGE that inserts every unmatched row does there, in one Spark job instead of
+    seven. Once the append commits the table holds files, so a repeat of the same run
+    MERGEs and changes nothing."""
+    if holds_files(spark, name):
+        return False
+    append_inserts(spark, name, rows, {c: f"s.{c}" for c in rows.columns})
+    return True
+
+
 def merge_tombstones(spark: SparkSession, states: DataFrame) -> None:
     """Record the deletes (and row-deletion times) among ``states`` of every table as
     tombstones.
@@ -173,6 +187,8 @@ def merge_tombstones(spark: SparkSession, states: DataFrame) -> None:
         F.col("_event_ts").alias("deleted_at"),
         F.current_timestamp().alias("recorded_at"),
     )
+    if appended_to_empty(spark, TOMBSTONES_TABLE, tombs):
+        return
     changed = differs(["seq", "change_id", "cell_ts"])
     (
         DeltaTable.forName(spark, TOMBSTONES_TABLE)
@@ -210,6 +226,8 @@ def record_rejects(spark: SparkSession, rejects: DataFrame, version: int) -> Non
         F.lit(version).cast("bigint").alias("silver_version"),
         F.current_timestamp().alias("recorded_at"),
     )
+    if appended_to_empty(spark, REJECTS_TABLE, rows):
+        return
     (
         DeltaTable.forName(spark, REJECTS_TABLE)
         .alias("t")

@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_jobs.catalog import forget_table, table_exists
+from pyspark_jobs.delta_log import holds_files
 from pyspark_jobs.gold.folds.shared import IMAGE_TYPE
 from pyspark_jobs.gold.tables import CELL_TS_TYPE, SEQ_TYPE
 from pyspark_jobs.storage import clear_killed_creation
@@ -122,6 +123,8 @@ MARKERS_MEMO = "markers"
 
 def _markers(spark: SparkSession) -> tuple[tuple[str, int], ...]:
     """(table, change-log version) of each marker row of the pending table."""
+    if not holds_files(spark, PENDING_TABLE):  # a new lake's: no query for no rows
+        return ()
     rows = (
         spark.table(PENDING_TABLE)
         .where(F.col("row_kind") == MARKER)

@@ -85,7 +85,7 @@ from pyspark.sql import functions as F
 from pyspark_jobs.bronze.tables import RAW_TABLE
 from pyspark_jobs.catalog import table_exists
 from pyspark_jobs.config import LakehouseConfig
-from pyspark_jobs.delta_log import files_added_since, latest_version, table_bytes
+from pyspark_jobs.delta_log import files_added_since, holds_files, latest_version, table_bytes
 from pyspark_jobs.settings import PROJECT_ROOT, Settings
 from pyspark_jobs.silver.dbt_runner import DbtFailed, lost_a_commit_race, run_dbt
 from pyspark_jobs.silver.entity_registry import publish_entities
@@ -261,6 +261,8 @@ def _last_build(spark: SparkSession) -> tuple[int, str, str | None] | None:
 
 
 def _read_last_build(spark: SparkSession) -> tuple[int, str, str | None] | None:
+    if not holds_files(spark, BUILDS_TABLE):  # a new lake's: no query for no rows
+        return None
     # One row: the newest build.
     row = (
         spark.table(BUILDS_TABLE)

@@ -2,7 +2,9 @@
 skipped work would not have changed a row.
 
 - a table without files is appended to instead of merged into (``insert_into_empty_gold``,
-  and for a history table ``insert_into_empty_history``);
+  for a history table ``insert_into_empty_history``, for the tombstones and the rejects
+  ``appended_to_empty``);
+- the progress and pending tables are not queried while they hold no files;
 - its gold rows and the tombstones are not scanned when there are none;
 - when every change-log row of the folded tables is new, the re-fold histories are made
   of the new rows, without reading the log again.
@@ -19,13 +21,16 @@ from pyspark.sql import functions as F
 from pyspark_jobs.config import Entity, Source
 from pyspark_jobs.delta_log import latest_version
 from pyspark_jobs.gold import apply as gold_apply
+from pyspark_jobs.gold import merge as gold_merge
 from pyspark_jobs.gold.apply import apply_gold
-from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE, new_changes
+from pyspark_jobs.gold.change_feed import CHANGE_LOG_TABLE, applied_progress, new_changes
 from pyspark_jobs.gold.fold_inputs import gather
 from pyspark_jobs.gold.folds import FAMILIES
 from pyspark_jobs.gold.merge import insert_into_empty_gold, merge_into_gold, typed_rows
+from pyspark_jobs.gold.staging import ensure_pending_table, unfinished_run
 from pyspark_jobs.gold.table_specs import gold_tables
 from pyspark_jobs.gold.tables import ensure_gold_table, ensure_state_tables
+from pyspark_jobs.job_names import counted_jobs
 from pyspark_jobs.materialize import materialized
 from pyspark_jobs.settings import Settings
 from tests.conftest import reset_lake
@@ -33,6 +38,7 @@ from tests.gold.changelog import append, change, config, create_change_log, rows
 from tests.gold.test_crash_points import BATCH_1 as CRASH_BATCH
 from tests.gold.test_crash_points import CONFIG as CRASH_CONFIG
 from tests.gold.test_crash_points import snapshot as crash_snapshot
+from tests.gold.test_crash_points import user
 from tests.gold.test_graph_apply import BATCH_1, BATCH_2
 from tests.gold.test_graph_apply import CONFIG as GRAPH_CONFIG
 
@@ -144,29 +150,50 @@ def test_a_first_fold_takes_the_histories_from_the_new_rows(spark: SparkSession,
     assert events > len(BATCH_1) + len(BATCH_2)
 
 
+def last_operation(spark: SparkSession, table: str) -> str:
+    return spark.sql(f"describe history {table} limit 1").first()["operation"]
+
+
+# The crash points' first batch and a delete: a first apply of it writes every one of these
+# tables, the histories and the rejects and tombstones the tables of a run share.
+FIRST_BATCH = [*CRASH_BATCH, user(2, 200, "", op="delete")]
+# Written by a first apply of FIRST_BATCH.
+APPENDED_FIRST = (
+    "gold.c_users_history",
+    "gold.c_person_history",
+    "lakehouse.gold_rejects",
+    "lakehouse.gold_tombstones",
+)
+
+
 def test_a_first_apply_writes_gold_and_history_as_merges_into_the_same_empty_tables_would(
     spark: SparkSession, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ):
-    """Rejects, a cast failure, Cassandra cells, implicit vertices, edges, and SCD2
-    histories of a Debezium table and a vertex: appended, then merged as before."""
+    """Rejects, a cast failure, deletes, Cassandra cells, implicit vertices, edges, and
+    SCD2 histories of a Debezium table and a vertex: appended, then merged as before."""
     quiet = {"log": lambda _: None}
     reset_lake(spark, settings)
     create_change_log(spark)
-    append(spark, CRASH_BATCH)
+    append(spark, FIRST_BATCH)
+    ensure_state_tables(spark)
+    ensure_pending_table(spark)
+    with counted_jobs(spark) as jobs:
+        assert applied_progress(spark) == {}
+        assert unfinished_run(spark, {}) is None
+        assert jobs() == 0  # a new lake's progress and pending tables: no query
     apply_gold(spark, CRASH_CONFIG, **quiet)
-    for history in ("gold.c_users_history", "gold.c_person_history"):
-        operation = spark.sql(f"describe history {history} limit 1").first()["operation"]
-        assert operation == "WRITE", history  # the append, not a MERGE
+    for table in APPENDED_FIRST:
+        assert last_operation(spark, table) == "WRITE", table  # the append, not a MERGE
     appended = crash_snapshot(spark)
-    assert appended["gold.c_users_history"] and appended["gold.c_person_history"]
+    assert all(appended[t] for t in APPENDED_FIRST)
 
     reset_lake(spark, settings)
     create_change_log(spark)
-    append(spark, CRASH_BATCH)
+    append(spark, FIRST_BATCH)
     # Every table as if it held files: MERGEs into the same empty tables.
     monkeypatch.setattr(gold_apply, "holds_files", lambda *_: True)
+    monkeypatch.setattr(gold_merge, "holds_files", lambda *_: True)
     apply_gold(spark, CRASH_CONFIG, **quiet)
-    assert (
-        spark.sql("describe history gold.c_users_history limit 1").first()["operation"] == "MERGE"
-    )
+    for table in APPENDED_FIRST:
+        assert last_operation(spark, table) == "MERGE", table
     assert crash_snapshot(spark) == appended

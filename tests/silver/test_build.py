@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from pyspark_jobs.bronze.ingest import ingest
 from pyspark_jobs.config import LakehouseConfig, load_config
+from pyspark_jobs.job_names import counted_jobs
 from pyspark_jobs.settings import Settings
 from pyspark_jobs.silver import build
 from pyspark_jobs.silver.build import (
@@ -78,6 +79,14 @@ def test_nothing_new_skips_dbt_and_new_bronze_runs_only_the_incremental_models(
     spark.sql(f"update {BUILDS_TABLE} set silver_versions = null")
     spark.sql("drop table silver.change_log_rejects")
     assert build_silver(spark, empty_lake, config, **quiet).kind == "full"
+
+
+def test_a_new_lakes_builds_table_is_not_queried(spark: SparkSession, empty_lake: Settings):
+    # Its log says it holds no file: no Spark job to find that there is no build yet.
+    build._ensure_builds_table(spark)
+    with counted_jobs(spark) as jobs:
+        assert build._last_build(spark) is None
+        assert jobs() == 0
 
 
 def _unioned_formats(spark: SparkSession) -> list[str]:
